@@ -1,0 +1,170 @@
+/*
+ * gemma-kernels public C ABI.
+ *
+ * Host-only header: no device code, no CUDA headers needed. Every entry point takes device pointers described
+ * by gk_tensor, returns a gk_status, and on failure leaves a readable message for the calling thread in
+ * gk_last_error_message(). Nothing here allocates device memory inside an operator call or synchronizes the
+ * host with the device: callers pass a workspace (size from the *_workspace_size query) and a CUDA stream.
+ */
+#ifndef GK_GK_H_
+#define GK_GK_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(GK_BUILDING_LIBRARY)
+#define GK_API __attribute__((visibility("default")))
+#else
+#define GK_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GK_VERSION_MAJOR 0
+#define GK_VERSION_MINOR 1
+#define GK_VERSION_PATCH 0
+
+/* Same layout as cudaStream_t / CUstream, so a cudaStream_t converts implicitly; NULL is the legacy default. */
+struct CUstream_st;
+typedef struct CUstream_st* gk_stream_t;
+
+typedef enum gk_status {
+  GK_STATUS_SUCCESS = 0,
+  GK_STATUS_INVALID_ARGUMENT = 1,      /* a tensor, size or scalar breaks the operator's contract */
+  GK_STATUS_NOT_SUPPORTED = 2,         /* a valid configuration this build does not implement (e.g. head_dim 256) */
+  GK_STATUS_WORKSPACE_TOO_SMALL = 3,   /* workspace smaller than the *_workspace_size query returned */
+  GK_STATUS_CUDA_ERROR = 4,            /* the CUDA runtime reported an error (message names the step) */
+  GK_STATUS_CUBLAS_ERROR = 5,          /* cuBLASLt reported an error (message names the GEMM) */
+  GK_STATUS_INTERNAL_ERROR = 6
+} gk_status;
+
+typedef enum gk_dtype {
+  GK_DTYPE_INVALID = 0,
+  GK_DTYPE_BF16 = 1,
+  GK_DTYPE_F16 = 2,
+  GK_DTYPE_F32 = 3
+} gk_dtype;
+
+#define GK_MAX_DIMS 4
+
+/* A dense device tensor. Strides are in elements. Operators require row-major contiguous tensors (the stride
+ * of a dimension of size 1 is not checked) and 16-byte aligned data unless the operator says otherwise. */
+typedef struct gk_tensor {
+  void* data;
+  gk_dtype dtype;
+  int32_t ndim;
+  int64_t shape[GK_MAX_DIMS];
+  int64_t strides[GK_MAX_DIMS];
+} gk_tensor;
+
+/* Fills a contiguous row-major descriptor (ndim <= GK_MAX_DIMS; extra dims are ignored). */
+GK_API gk_tensor gk_tensor_contiguous(void* data, gk_dtype dtype, int32_t ndim, const int64_t* shape);
+
+typedef struct gk_handle_st* gk_handle_t;
+
+/* A handle owns the cuBLASLt state and cached GEMM plans; one per thread (or guard it), bound to the device
+ * current at creation. */
+GK_API gk_status gk_handle_create(gk_handle_t* handle);
+GK_API gk_status gk_handle_destroy(gk_handle_t handle);
+
+/* Message of the last failing call on this thread ("" when none). Valid until the next gk call on the thread. */
+GK_API const char* gk_last_error_message(void);
+GK_API const char* gk_status_string(gk_status status);
+
+/* ---------------------------------------------------------------------------------------------------------
+ * Operator 1: Gemma3 attention layer (bf16).
+ * out = O-proj(attention(RoPE(RMSNorm(hs Wq^T)), RoPE(RMSNorm(hs Wk^T)), hs Wv^T)), GQA, optional softcap.
+ * ------------------------------------------------------------------------------------------------------- */
+typedef enum gk_mask_mode {
+  GK_MASK_CAUSAL = 0,   /* key j visible to query i iff j <= i; attention_mask is not read */
+  GK_MASK_ADDITIVE = 1, /* attention_mask bf16 [B,1,S,S] is added to the capped scores as given */
+  GK_MASK_NONE = 2      /* every key visible (bidirectional); attention_mask is not read */
+} gk_mask_mode;
+
+typedef struct gk_gemma3_attention_config {
+  int64_t batch;          /* B >= 1 */
+  int64_t seq_len;        /* S >= 1 */
+  int64_t hidden;         /* multiple of 64 */
+  int64_t num_q_heads;    /* multiple of num_kv_heads; group size 1..8 */
+  int64_t num_kv_heads;
+  int64_t head_dim;       /* 128 (256 is rejected as not yet supported) */
+  float softcap;          /* logit softcap; 0 disables it */
+  float rms_norm_eps;
+  float norm_weight_offset; /* RMSNorm scale is (offset + w): 1 for Gemma3, 0 for Gemma3n */
+  float query_scale;        /* score scale; 0 selects head_dim^-0.5 */
+  gk_mask_mode mask_mode;
+} gk_gemma3_attention_config;
+
+/* Shapes: hidden_states [B,S,hidden]; cos, sin [B,S,D]; attention_mask [B,1,S,S] (additive mode only, 2-byte
+ * alignment suffices); q_proj_weight [Hq*D,hidden]; k_proj_weight, v_proj_weight [Hkv*D,hidden];
+ * o_proj_weight [hidden,Hq*D]; q_norm_weight, k_norm_weight [D]; out [B,S,hidden]. All bf16. */
+typedef struct gk_gemma3_attention_tensors {
+  gk_tensor hidden_states;
+  gk_tensor cos;
+  gk_tensor sin;
+  gk_tensor attention_mask;
+  gk_tensor q_proj_weight;
+  gk_tensor k_proj_weight;
+  gk_tensor v_proj_weight;
+  gk_tensor o_proj_weight;
+  gk_tensor q_norm_weight;
+  gk_tensor k_norm_weight;
+  gk_tensor out;
+} gk_gemma3_attention_tensors;
+
+/* Validates a call without touching the device. */
+GK_API gk_status gk_gemma3_attention_check(const gk_gemma3_attention_config* config,
+                                           const gk_gemma3_attention_tensors* tensors);
+GK_API gk_status gk_gemma3_attention_workspace_size(const gk_gemma3_attention_config* config, size_t* bytes);
+/* workspace: device memory, 256-byte aligned, at least the queried size; it may be reused after the stream
+ * has finished the call. */
+GK_API gk_status gk_gemma3_attention_forward(gk_handle_t handle, const gk_gemma3_attention_config* config,
+                                             const gk_gemma3_attention_tensors* tensors, void* workspace,
+                                             size_t workspace_bytes, gk_stream_t stream);
+
+/* ---------------------------------------------------------------------------------------------------------
+ * Operator 2: Gemma3n audio QKV projection with per-head RMSNorm (fp32).
+ * q = RMSNorm(hs Wq^T) * wq, k = RMSNorm(hs Wk^T) * wk, v = hs Wv^T; outputs [B,S,H,D].
+ * ------------------------------------------------------------------------------------------------------- */
+typedef enum gk_precision {
+  GK_PRECISION_TF32 = 0,  /* tensor cores on inputs rounded to nearest tf32; passes the official tolerance */
+  GK_PRECISION_EXACT = 1  /* fp32-level error */
+} gk_precision;
+
+typedef struct gk_audio_qkv_config {
+  int64_t batch;     /* B >= 1 */
+  int64_t seq_len;   /* S >= 1 */
+  int64_t hidden;    /* multiple of 64 */
+  int64_t num_heads; /* H >= 1 */
+  int64_t head_dim;  /* 128 */
+  float eps;
+  gk_precision precision;
+} gk_audio_qkv_config;
+
+/* Shapes: hidden_states [B,S,hidden]; q/k/v_proj_weight [H*D,hidden]; q_norm_weight, k_norm_weight [D];
+ * query_states, key_states, value_states [B,S,H,D]. All fp32. */
+typedef struct gk_audio_qkv_tensors {
+  gk_tensor hidden_states;
+  gk_tensor q_proj_weight;
+  gk_tensor k_proj_weight;
+  gk_tensor v_proj_weight;
+  gk_tensor q_norm_weight;
+  gk_tensor k_norm_weight;
+  gk_tensor query_states;
+  gk_tensor key_states;
+  gk_tensor value_states;
+} gk_audio_qkv_tensors;
+
+GK_API gk_status gk_audio_qkv_check(const gk_audio_qkv_config* config, const gk_audio_qkv_tensors* tensors);
+GK_API gk_status gk_audio_qkv_workspace_size(const gk_audio_qkv_config* config, size_t* bytes);
+GK_API gk_status gk_audio_qkv_forward(gk_handle_t handle, const gk_audio_qkv_config* config,
+                                      const gk_audio_qkv_tensors* tensors, void* workspace, size_t workspace_bytes,
+                                      gk_stream_t stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* GK_GK_H_ */

@@ -1,0 +1,133 @@
+// Gemma3 attention layer, step by step. Each "r(...)" is a rounding to bf16 that the layer's definition makes
+// (a bf16 tensor result); everything else is computed in double.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "reference.hpp"
+
+namespace gk_ref {
+
+namespace {
+
+float r(double x) { return round_bf16(static_cast<float>(x)); }
+
+// y[m, n] = r(sum_k x[m, k] * w[n, k])
+std::vector<float> linear(const float* x, const float* w, int64_t rows, int64_t in, int64_t out) {
+  std::vector<float> y(static_cast<size_t>(rows * out));
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t n = 0; n < out; ++n) {
+      double acc = 0.0;
+      for (int64_t k = 0; k < in; ++k) acc += double(x[m * in + k]) * double(w[n * in + k]);
+      y[m * out + n] = r(acc);
+    }
+  }
+  return y;
+}
+
+// proj [B*S, heads*D] -> [B, heads, S, D], with per-head RMSNorm and RoPE when `norm_w` is given.
+std::vector<float> heads_from(const std::vector<float>& proj, const Gemma3Dims& d, int64_t heads, const float* norm_w,
+                              const float* cos, const float* sin) {
+  const int64_t B = d.batch, S = d.seq_len, D = d.head_dim, half = D / 2;
+  std::vector<float> out(static_cast<size_t>(B * heads * S * D));
+  std::vector<float> y(static_cast<size_t>(D));
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t s = 0; s < S; ++s) {
+        const float* x = &proj[((b * S + s) * heads + h) * D];
+        float* o = &out[((b * heads + h) * S + s) * D];
+        if (norm_w == nullptr) {
+          std::copy(x, x + D, o);
+          continue;
+        }
+        // RMSNorm in fp32 as defined: x * rsqrt(mean(x^2) + eps) * (offset + w), then bf16.
+        double ss = 0.0;
+        for (int64_t i = 0; i < D; ++i) ss += double(x[i]) * double(x[i]);
+        const double inv = 1.0 / std::sqrt(ss / double(D) + double(d.eps));
+        for (int64_t i = 0; i < D; ++i) y[i] = r(double(x[i]) * inv * (double(d.norm_weight_offset) + norm_w[i]));
+        // RoPE, rotate_half convention; each product and the sum are bf16 results.
+        const float* c = cos + (b * S + s) * D;
+        const float* sn = sin + (b * S + s) * D;
+        for (int64_t i = 0; i < D; ++i) {
+          const float rot = i < half ? -y[i + half] : y[i - half];
+          o[i] = r(double(r(double(y[i]) * c[i])) + double(r(double(rot) * sn[i])));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void gemma3_attention(const Gemma3Dims& d, const Gemma3Inputs& in, float* out) {
+  gemma3_attention(d, in, out, nullptr);
+}
+
+void gemma3_attention(const Gemma3Dims& d, const Gemma3Inputs& in, float* out, Gemma3Intermediates* steps) {
+  const int64_t B = d.batch, S = d.seq_len, D = d.head_dim, Hq = d.num_q_heads, Hkv = d.num_kv_heads;
+  const int64_t rows = B * S;
+  const int64_t group = Hq / Hkv;
+  const float lowest_bf16 = bf16_from_bits(0xff7f);  // the most negative finite bf16
+
+  const auto q = heads_from(linear(in.hidden_states, in.q_proj_weight, rows, d.hidden, Hq * D), d, Hq,
+                            in.q_norm_weight, in.cos, in.sin);
+  const auto k = heads_from(linear(in.hidden_states, in.k_proj_weight, rows, d.hidden, Hkv * D), d, Hkv,
+                            in.k_norm_weight, in.cos, in.sin);
+  const auto v = heads_from(linear(in.hidden_states, in.v_proj_weight, rows, d.hidden, Hkv * D), d, Hkv, nullptr,
+                            nullptr, nullptr);
+
+  const double scale = d.query_scale > 0.f ? d.query_scale : 1.0 / std::sqrt(double(D));
+  std::vector<float> attn(static_cast<size_t>(rows * Hq * D));
+  std::vector<float> score(static_cast<size_t>(S));
+  std::vector<double> p(static_cast<size_t>(S));
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < Hq; ++h) {
+      const int64_t kvh = h / group;
+      for (int64_t i = 0; i < S; ++i) {
+        const float* qi = &q[((b * Hq + h) * S + i) * D];
+        for (int64_t j = 0; j < S; ++j) {
+          const float* kj = &k[((b * Hkv + kvh) * S + j) * D];
+          double dot = 0.0;
+          for (int64_t e = 0; e < D; ++e) dot += double(qi[e]) * double(kj[e]);
+          float s = r(double(r(dot)) * scale);
+          if (d.softcap > 0.f) {
+            s = r(double(s) / d.softcap);
+            s = r(std::tanh(double(s)));
+            s = r(double(s) * d.softcap);
+          }
+          float m = 0.f;
+          if (d.mask == Mask::kAdditive) m = in.mask[(b * S + i) * S + j];
+          if (d.mask == Mask::kCausal && j > i) m = lowest_bf16;
+          score[j] = r(double(s) + double(m));
+        }
+        // Softmax in fp32-or-better over the bf16 scores, probabilities rounded to bf16.
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < S; ++j) mx = std::max(mx, double(score[j]));
+        double sum = 0.0;
+        for (int64_t j = 0; j < S; ++j) {
+          p[j] = std::exp(double(score[j]) - mx);
+          sum += p[j];
+        }
+        for (int64_t j = 0; j < S; ++j) p[j] = r(p[j] / sum);
+        float* o = &attn[((b * S + i) * Hq + h) * D];
+        for (int64_t e = 0; e < D; ++e) {
+          double acc = 0.0;
+          for (int64_t j = 0; j < S; ++j) acc += p[j] * double(v[((b * Hkv + kvh) * S + j) * D + e]);
+          o[e] = r(acc);
+        }
+      }
+    }
+  }
+  const auto y = linear(attn.data(), in.o_proj_weight, rows, Hq * D, d.hidden);
+  std::copy(y.begin(), y.end(), out);
+  if (steps != nullptr) {
+    steps->q = q;
+    steps->k = k;
+    steps->v = v;
+    steps->attn = attn;
+  }
+}
+
+}  // namespace gk_ref

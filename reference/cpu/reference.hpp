@@ -1,0 +1,62 @@
+// Plain C++ references for both operators (no CUDA). They follow the operators' definition step by step,
+// rounding to bf16 exactly where the layer's definition does, with dot products accumulated in double.
+// Used by the host tests, by `gk run` without a GPU, and to validate the GPU reference on small shapes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace gk_ref {
+
+// Round-to-nearest-even float -> bf16 -> float (NaN stays NaN).
+float round_bf16(float x);
+uint16_t bf16_bits(float x);
+float bf16_from_bits(uint16_t bits);
+
+enum class Mask { kCausal, kAdditive, kNone };
+
+struct Gemma3Dims {
+  int64_t batch, seq_len, hidden, num_q_heads, num_kv_heads, head_dim;
+  float softcap;  // 0 = off
+  float eps;
+  float norm_weight_offset;
+  float query_scale;  // 0 = head_dim^-0.5
+  Mask mask;
+};
+
+// Every pointer holds bf16-representable floats in the operator's row-major shapes; `mask` [B,1,S,S] is read only
+// for Mask::kAdditive. `out` receives [B,S,hidden] bf16-rounded values.
+struct Gemma3Inputs {
+  const float* hidden_states;
+  const float* cos;
+  const float* sin;
+  const float* mask;
+  const float* q_proj_weight;
+  const float* k_proj_weight;
+  const float* v_proj_weight;
+  const float* o_proj_weight;
+  const float* q_norm_weight;
+  const float* k_norm_weight;
+};
+
+void gemma3_attention(const Gemma3Dims& dims, const Gemma3Inputs& in, float* out);
+
+// Intermediates, exposed for tests that check one step: q after norm+RoPE [B,Hq,S,D], k [B,Hkv,S,D], v, and the
+// attention output before the O projection [B,S,Hq*D].
+struct Gemma3Intermediates {
+  std::vector<float> q, k, v, attn;
+};
+void gemma3_attention(const Gemma3Dims& dims, const Gemma3Inputs& in, float* out, Gemma3Intermediates* steps);
+
+struct AudioDims {
+  int64_t batch, seq_len, hidden, num_heads, head_dim;
+  float eps;
+};
+
+// fp32 inputs; outputs in double ([B,S,H,D] each), computed entirely in double: the truth that both precision
+// modes are measured against.
+void audio_qkv(const AudioDims& dims, const float* hidden_states, const float* q_proj_weight,
+               const float* k_proj_weight, const float* v_proj_weight, const float* q_norm_weight,
+               const float* k_norm_weight, double* query, double* key, double* value);
+
+}  // namespace gk_ref

@@ -1,0 +1,175 @@
+// Gemma3 attention layer on the GPU, one plain kernel per step of the definition. Rounds to bf16 exactly where
+// the CPU reference does; accumulates in fp32 like the framework reference.
+#include <cfloat>
+#include <cmath>
+
+#include "reference_gpu.hpp"
+
+namespace gk_ref_gpu {
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+__device__ float rb(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+
+// One thread per (b, s, head): optional RMSNorm + RoPE, and the [B,S,H*D] -> [B,H,S,D] transpose.
+__global__ void heads_kernel(const bf16* proj, bf16* out, int64_t B, int64_t S, int64_t H, int64_t D,
+                             const bf16* norm_w, float eps, float offset, const bf16* cos, const bf16* sin) {
+  const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= B * S * H) return;
+  const int64_t h = idx % H, s = (idx / H) % S, b = idx / (H * S);
+  const bf16* x = proj + ((b * S + s) * H + h) * D;
+  bf16* o = out + ((b * H + h) * S + s) * D;
+  if (norm_w == nullptr) {
+    for (int64_t i = 0; i < D; ++i) o[i] = x[i];
+    return;
+  }
+  float ss = 0.f;
+  for (int64_t i = 0; i < D; ++i) ss += float(x[i]) * float(x[i]);
+  const float inv = rsqrtf(ss / float(D) + eps);
+  const int64_t half = D / 2;
+  const bf16* c = cos + (b * S + s) * D;
+  const bf16* sn = sin + (b * S + s) * D;
+  for (int64_t i = 0; i < D; ++i) {
+    const float y = rb(float(x[i]) * inv * (offset + float(norm_w[i])));
+    const int64_t j = i < half ? i + half : i - half;
+    const float yj = rb(float(x[j]) * inv * (offset + float(norm_w[j])));
+    const float rot = i < half ? -yj : yj;
+    o[i] = __float2bfloat16_rn(rb(y * float(c[i])) + rb(rot * float(sn[i])));
+  }
+}
+
+struct AttnArgs {
+  const bf16* q;  // [B,Hq,S,D]
+  const bf16* k;  // [B,Hkv,S,D]
+  const bf16* v;
+  const bf16* mask;
+  bf16* attn;  // [B,S,Hq*D]
+  int64_t S, D, Hq, group;
+  float scale, cap;
+  int mask_mode;  // 0 causal, 1 additive, 2 none
+};
+
+__device__ float block_reduce(float v, float* red, bool is_max) {
+  for (int off = 16; off > 0; off >>= 1) {
+    const float o = __shfl_xor_sync(0xffffffffu, v, off);
+    v = is_max ? fmaxf(v, o) : v + o;
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  __syncthreads();
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  float r = red[0];
+  for (int w = 1; w < warps; ++w) r = is_max ? fmaxf(r, red[w]) : r + red[w];
+  return r;
+}
+
+// One block per (b, h, query row i); the row of scores lives in shared memory.
+__global__ void attention_row_kernel(const AttnArgs a) {
+  extern __shared__ float smem[];
+  float* scores = smem;         // [S]
+  float* red = smem + a.S;      // [32]
+  const int64_t i = blockIdx.x % a.S;
+  const int64_t h = (blockIdx.x / a.S) % a.Hq;
+  const int64_t b = blockIdx.x / (a.S * a.Hq);
+  const int64_t Hkv = a.Hq / a.group, kvh = h / a.group;
+  const bf16* qi = a.q + ((b * a.Hq + h) * a.S + i) * a.D;
+  const bf16* kb = a.k + (b * Hkv + kvh) * a.S * a.D;
+  const bf16* vb = a.v + (b * Hkv + kvh) * a.S * a.D;
+  const float lowest_bf16 = -3.3895313892515355e38f;
+
+  for (int64_t j = threadIdx.x; j < a.S; j += blockDim.x) {
+    float dot = 0.f;
+    for (int64_t e = 0; e < a.D; ++e) dot += float(qi[e]) * float(kb[j * a.D + e]);
+    float s = rb(rb(dot) * a.scale);
+    if (a.cap > 0.f) {
+      s = rb(s / a.cap);
+      s = rb(tanhf(s));
+      s = rb(s * a.cap);
+    }
+    float m = 0.f;
+    if (a.mask_mode == 1) m = float(a.mask[(b * a.S + i) * a.S + j]);
+    if (a.mask_mode == 0 && j > i) m = lowest_bf16;
+    scores[j] = rb(s + m);
+  }
+  float mx = -INFINITY;
+  for (int64_t j = threadIdx.x; j < a.S; j += blockDim.x) mx = fmaxf(mx, scores[j]);
+  mx = block_reduce(mx, red, true);
+  float sum = 0.f;
+  for (int64_t j = threadIdx.x; j < a.S; j += blockDim.x) {
+    scores[j] = expf(scores[j] - mx);
+    sum += scores[j];
+  }
+  sum = block_reduce(sum, red, false);
+  for (int64_t j = threadIdx.x; j < a.S; j += blockDim.x) scores[j] = rb(scores[j] / sum);
+  __syncthreads();
+  for (int64_t e = threadIdx.x; e < a.D; e += blockDim.x) {
+    float acc = 0.f;
+    for (int64_t j = 0; j < a.S; ++j) acc += scores[j] * float(vb[j * a.D + e]);
+    a.attn[((b * a.S + i) * a.Hq + h) * a.D + e] = __float2bfloat16_rn(acc);
+  }
+}
+
+}  // namespace
+
+cudaError_t gemma3_attention(const gk_ref::Gemma3Dims& d, const Gemma3DeviceInputs& in, bf16* out,
+                             cudaStream_t stream) {
+  if (d.seq_len > kMaxSeqLen || d.head_dim % 2 != 0) return cudaErrorInvalidValue;
+  const int64_t B = d.batch, S = d.seq_len, D = d.head_dim, Hq = d.num_q_heads, Hkv = d.num_kv_heads;
+  const int64_t rows = B * S;
+  bf16* buf = nullptr;
+  const int64_t proj_elems = rows * (Hq + 2 * Hkv) * D;
+  const int64_t total = 2 * proj_elems + rows * Hq * D;
+  cudaError_t err = cudaMallocAsync(&buf, size_t(total) * sizeof(bf16), stream);
+  if (err != cudaSuccess) return err;
+  bf16* pq = buf;
+  bf16* pk = pq + rows * Hq * D;
+  bf16* pv = pk + rows * Hkv * D;
+  bf16* hq = buf + proj_elems;
+  bf16* hk = hq + rows * Hq * D;
+  bf16* hv = hk + rows * Hkv * D;
+  bf16* attn = buf + 2 * proj_elems;
+
+  auto step = [&](cudaError_t e) {
+    if (err == cudaSuccess) err = e;
+  };
+  step(linear_bf16(in.hidden_states, in.q_proj_weight, pq, rows, d.hidden, Hq * D, stream));
+  step(linear_bf16(in.hidden_states, in.k_proj_weight, pk, rows, d.hidden, Hkv * D, stream));
+  step(linear_bf16(in.hidden_states, in.v_proj_weight, pv, rows, d.hidden, Hkv * D, stream));
+  const auto heads = [&](const bf16* proj, bf16* dst, int64_t H, const bf16* w) {
+    const int64_t n = rows * H;
+    heads_kernel<<<static_cast<unsigned>((n + 127) / 128), 128, 0, stream>>>(
+        proj, dst, B, S, H, D, w, d.eps, d.norm_weight_offset, in.cos, in.sin);
+    step(cudaGetLastError());
+  };
+  heads(pq, hq, Hq, in.q_norm_weight);
+  heads(pk, hk, Hkv, in.k_norm_weight);
+  heads(pv, hv, Hkv, nullptr);
+
+  AttnArgs a{};
+  a.q = hq;
+  a.k = hk;
+  a.v = hv;
+  a.mask = in.mask;
+  a.attn = attn;
+  a.S = S;
+  a.D = D;
+  a.Hq = Hq;
+  a.group = Hq / Hkv;
+  a.scale = d.query_scale > 0.f ? d.query_scale : 1.f / sqrtf(float(D));
+  a.cap = d.softcap;
+  a.mask_mode = d.mask == gk_ref::Mask::kCausal ? 0 : d.mask == gk_ref::Mask::kAdditive ? 1 : 2;
+  const size_t smem = size_t(S + 32) * sizeof(float);
+  step(cudaFuncSetAttribute(attention_row_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  if (err == cudaSuccess) {
+    attention_row_kernel<<<static_cast<unsigned>(B * Hq * S), 128, smem, stream>>>(a);
+    step(cudaGetLastError());
+  }
+  step(linear_bf16(attn, in.o_proj_weight, out, rows, Hq * D, d.hidden, stream));
+  step(cudaFreeAsync(buf, stream));
+  step(cudaStreamSynchronize(stream));
+  return err;
+}
+
+}  // namespace gk_ref_gpu

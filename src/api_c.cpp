@@ -1,0 +1,142 @@
+// The C ABI: each entry point forwards to the C++ API and keeps the failure message per thread. No exception
+// crosses this boundary.
+#include <exception>
+#include <initializer_list>
+#include <utility>
+#include <string>
+
+#include "gk/gk.h"
+#include "gk/gk.hpp"
+#include "common/status_util.hpp"
+#include "handle.hpp"
+
+namespace gk::detail {
+Status create_handle(gk_handle_t* out);
+}
+
+namespace {
+
+thread_local std::string g_last_error;
+
+gk_status finish(const gk::Status& s) {
+  g_last_error = s.ok() ? std::string() : s.message();
+  return s.code();
+}
+
+template <typename F>
+gk_status guarded(const char* op, F&& f) {
+  try {
+    return finish(f());
+  } catch (const std::exception& e) {
+    return finish(gk::Status(GK_STATUS_INTERNAL_ERROR, std::string(op) + ": " + e.what()));
+  } catch (...) {
+    return finish(gk::Status(GK_STATUS_INTERNAL_ERROR, std::string(op) + ": unknown exception"));
+  }
+}
+
+// Names the first null pointer argument, or returns Ok.
+gk::Status null_args(const char* op, std::initializer_list<std::pair<const char*, const void*>> args) {
+  for (const auto& [name, ptr] : args) {
+    if (ptr == nullptr) return gk::Status(GK_STATUS_INVALID_ARGUMENT, std::string(op) + ": " + name + " is null");
+  }
+  return gk::Status::Ok();
+}
+
+}  // namespace
+
+extern "C" {
+
+gk_tensor gk_tensor_contiguous(void* data, gk_dtype dtype, int32_t ndim, const int64_t* shape) {
+  gk_tensor t{};
+  t.data = data;
+  t.dtype = dtype;
+  t.ndim = ndim;
+  const int n = ndim < GK_MAX_DIMS ? ndim : GK_MAX_DIMS;
+  int64_t stride = 1;
+  for (int i = n - 1; i >= 0; --i) {
+    t.shape[i] = shape ? shape[i] : 0;
+    t.strides[i] = stride;
+    stride *= t.shape[i];
+  }
+  return t;
+}
+
+gk_status gk_handle_create(gk_handle_t* handle) {
+  return guarded("gk_handle_create", [&] { return gk::detail::create_handle(handle); });
+}
+
+gk_status gk_handle_destroy(gk_handle_t handle) {
+  delete handle;
+  return finish(gk::Status::Ok());
+}
+
+const char* gk_last_error_message(void) { return g_last_error.c_str(); }
+
+const char* gk_status_string(gk_status status) {
+  switch (status) {
+    case GK_STATUS_SUCCESS:
+      return "success";
+    case GK_STATUS_INVALID_ARGUMENT:
+      return "invalid argument";
+    case GK_STATUS_NOT_SUPPORTED:
+      return "not supported";
+    case GK_STATUS_WORKSPACE_TOO_SMALL:
+      return "workspace too small";
+    case GK_STATUS_CUDA_ERROR:
+      return "CUDA error";
+    case GK_STATUS_CUBLAS_ERROR:
+      return "cuBLAS error";
+    case GK_STATUS_INTERNAL_ERROR:
+      return "internal error";
+  }
+  return "unknown status";
+}
+
+gk_status gk_gemma3_attention_check(const gk_gemma3_attention_config* config,
+                                    const gk_gemma3_attention_tensors* tensors) {
+  return guarded("gemma3_attention", [&] {
+    GK_RETURN_IF_ERROR(null_args("gemma3_attention", {{"config", config}, {"tensors", tensors}}));
+    return gk::gemma3_attention_check(*config, *tensors);
+  });
+}
+
+gk_status gk_gemma3_attention_workspace_size(const gk_gemma3_attention_config* config, size_t* bytes) {
+  return guarded("gemma3_attention", [&] {
+    GK_RETURN_IF_ERROR(null_args("gemma3_attention", {{"config", config}, {"bytes", bytes}}));
+    return gk::gemma3_attention_workspace_size(*config, bytes);
+  });
+}
+
+gk_status gk_gemma3_attention_forward(gk_handle_t handle, const gk_gemma3_attention_config* config,
+                                      const gk_gemma3_attention_tensors* tensors, void* workspace,
+                                      size_t workspace_bytes, gk_stream_t stream) {
+  return guarded("gemma3_attention", [&] {
+    GK_RETURN_IF_ERROR(null_args("gemma3_attention", {{"config", config}, {"tensors", tensors}}));
+    return gk::gemma3_attention_forward(handle, *config, *tensors, workspace, workspace_bytes, stream);
+  });
+}
+
+gk_status gk_audio_qkv_check(const gk_audio_qkv_config* config, const gk_audio_qkv_tensors* tensors) {
+  return guarded("audio_qkv", [&] {
+    GK_RETURN_IF_ERROR(null_args("audio_qkv", {{"config", config}, {"tensors", tensors}}));
+    return gk::audio_qkv_check(*config, *tensors);
+  });
+}
+
+gk_status gk_audio_qkv_workspace_size(const gk_audio_qkv_config* config, size_t* bytes) {
+  return guarded("audio_qkv", [&] {
+    GK_RETURN_IF_ERROR(null_args("audio_qkv", {{"config", config}, {"bytes", bytes}}));
+    return gk::audio_qkv_workspace_size(*config, bytes);
+  });
+}
+
+gk_status gk_audio_qkv_forward(gk_handle_t handle, const gk_audio_qkv_config* config,
+                               const gk_audio_qkv_tensors* tensors, void* workspace, size_t workspace_bytes,
+                               gk_stream_t stream) {
+  return guarded("audio_qkv", [&] {
+    GK_RETURN_IF_ERROR(null_args("audio_qkv", {{"config", config}, {"tensors", tensors}}));
+    return gk::audio_qkv_forward(handle, *config, *tensors, workspace, workspace_bytes, stream);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,149 @@
+// The audio QKV operator: contract checks and orchestration. tf32 mode stages the activations and weights
+// rounded to nearest tf32 (tensor cores otherwise drop the low mantissa bits, which fails the official check on
+// V), then runs tf32 GEMMs; exact mode runs fp32 FMA GEMMs. q and k are normalized in place in the outputs.
+#include <cmath>
+#include <cstdint>
+
+#include "audio_qkv/kernels.hpp"
+#include "common/checked_math.hpp"
+#include "common/gemm.hpp"
+#include "common/status_util.hpp"
+#include "common/tensor_check.hpp"
+#include "common/workspace.hpp"
+#include "handle.hpp"
+
+namespace gk {
+
+namespace {
+
+constexpr const char* kOp = "audio_qkv";
+using detail::error;
+
+Status check_config(const AudioQkvConfig& c) {
+  if (c.batch < 1) return error(GK_STATUS_INVALID_ARGUMENT, "%s: batch must be >= 1 (got %lld)", kOp, (long long)c.batch);
+  if (c.seq_len < 1) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: seq_len must be >= 1 (got %lld)", kOp, (long long)c.seq_len);
+  }
+  if (c.hidden < 64 || c.hidden % 64 != 0) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: hidden must be a positive multiple of 64 (got %lld)", kOp,
+                 (long long)c.hidden);
+  }
+  if (c.num_heads < 1) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: num_heads must be >= 1 (got %lld)", kOp, (long long)c.num_heads);
+  }
+  if (c.head_dim != 128) {
+    return error(c.head_dim == 256 ? GK_STATUS_NOT_SUPPORTED : GK_STATUS_INVALID_ARGUMENT,
+                 "%s: head_dim %lld is not supported (supported: 128)", kOp, (long long)c.head_dim);
+  }
+  if (!std::isfinite(c.eps) || c.eps < 0.f) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: eps must be finite and >= 0 (got %g)", kOp, (double)c.eps);
+  }
+  if (c.precision != GK_PRECISION_TF32 && c.precision != GK_PRECISION_EXACT) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: precision %d is not one of tf32 (0), exact (1)", kOp,
+                 (int)c.precision);
+  }
+  int64_t rows = 0, n = 0;
+  if (!detail::checked_product({c.batch, c.seq_len}, INT32_MAX, &rows)) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: batch*seq_len = %lld*%lld exceeds 2^31-1 rows", kOp,
+                 (long long)c.batch, (long long)c.seq_len);
+  }
+  if (!detail::checked_product({c.num_heads, c.head_dim}, INT32_MAX, &n) ||
+      !detail::checked_product({rows, std::max(n, c.hidden)}, detail::kMaxTensorElements, &n)) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: batch*seq_len x projection width exceeds 2^48 elements", kOp);
+  }
+  return Status::Ok();
+}
+
+struct Layout {
+  float* hidden_tf32 = nullptr;  // tf32 mode only
+  float* weights_tf32 = nullptr; // [3, H*D, hidden], tf32 mode only
+  void* gemm_workspace = nullptr;
+  size_t bytes = 0;
+};
+
+Layout carve(const AudioQkvConfig& c, void* base) {
+  detail::WorkspaceCarver w(base);
+  Layout l;
+  if (c.precision == GK_PRECISION_TF32) {
+    l.hidden_tf32 = w.take<float>(c.batch * c.seq_len * c.hidden);
+    l.weights_tf32 = w.take<float>(3 * c.num_heads * c.head_dim * c.hidden);
+  }
+  l.gemm_workspace = w.take_bytes(detail::kGemmWorkspaceBytes);
+  l.bytes = w.bytes();
+  return l;
+}
+
+}  // namespace
+
+Status audio_qkv_check(const AudioQkvConfig& c, const AudioQkvTensors& t) {
+  GK_RETURN_IF_ERROR(check_config(c));
+  const int64_t B = c.batch, S = c.seq_len, H = c.num_heads, D = c.head_dim;
+  using detail::check_tensor;
+  using detail::TensorSpec;
+  constexpr gk_dtype kF32 = GK_DTYPE_F32;
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.hidden_states, TensorSpec{"hidden_states", kF32, {B, S, c.hidden}, 16}));
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.q_proj_weight, TensorSpec{"q_proj_weight", kF32, {H * D, c.hidden}, 16}));
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.k_proj_weight, TensorSpec{"k_proj_weight", kF32, {H * D, c.hidden}, 16}));
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.v_proj_weight, TensorSpec{"v_proj_weight", kF32, {H * D, c.hidden}, 16}));
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.q_norm_weight, TensorSpec{"q_norm_weight", kF32, {D}, 16}));
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.k_norm_weight, TensorSpec{"k_norm_weight", kF32, {D}, 16}));
+  const std::initializer_list<std::pair<const char*, const gk_tensor*>> inputs = {
+      {"hidden_states", &t.hidden_states}, {"q_proj_weight", &t.q_proj_weight}, {"k_proj_weight", &t.k_proj_weight},
+      {"v_proj_weight", &t.v_proj_weight}, {"q_norm_weight", &t.q_norm_weight}, {"k_norm_weight", &t.k_norm_weight}};
+  const std::pair<const char*, const gk_tensor*> outputs[] = {
+      {"query_states", &t.query_states}, {"key_states", &t.key_states}, {"value_states", &t.value_states}};
+  for (const auto& [name, out] : outputs) {
+    GK_RETURN_IF_ERROR(check_tensor(kOp, *out, TensorSpec{name, kF32, {B, S, H, D}, 16}));
+    GK_RETURN_IF_ERROR(detail::check_no_overlap(kOp, name, *out, inputs));
+  }
+  GK_RETURN_IF_ERROR(detail::check_no_overlap(kOp, "query_states", t.query_states,
+                                              {{"key_states", &t.key_states}, {"value_states", &t.value_states}}));
+  return detail::check_no_overlap(kOp, "key_states", t.key_states, {{"value_states", &t.value_states}});
+}
+
+Status audio_qkv_workspace_size(const AudioQkvConfig& config, size_t* bytes) {
+  if (bytes == nullptr) return error(GK_STATUS_INVALID_ARGUMENT, "%s: bytes is null", kOp);
+  GK_RETURN_IF_ERROR(check_config(config));
+  *bytes = carve(config, nullptr).bytes;
+  return Status::Ok();
+}
+
+Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const AudioQkvTensors& t, void* workspace,
+                         size_t workspace_bytes, gk_stream_t stream_in) {
+  GK_RETURN_IF_ERROR(audio_qkv_check(c, t));
+  GK_RETURN_IF_ERROR(detail::check_call(kOp, handle, workspace, workspace_bytes, carve(c, nullptr).bytes));
+  auto stream = reinterpret_cast<cudaStream_t>(stream_in);
+  const Layout ws = carve(c, workspace);
+  const int64_t rows = c.batch * c.seq_len;
+  const int64_t n = c.num_heads * c.head_dim;
+  const int64_t w_elems = n * c.hidden;
+
+  const void* hidden = t.hidden_states.data;
+  const void* weights[3] = {t.q_proj_weight.data, t.k_proj_weight.data, t.v_proj_weight.data};
+  detail::GemmKind kind = detail::GemmKind::kF32;
+  if (c.precision == GK_PRECISION_TF32) {
+    kind = detail::GemmKind::kF32FastTf32;
+    GK_RETURN_IF_ERROR(audio::launch_round_tf32(static_cast<const float*>(hidden), ws.hidden_tf32, rows * c.hidden,
+                                                stream));
+    hidden = ws.hidden_tf32;
+    for (int i = 0; i < 3; ++i) {
+      float* dst = ws.weights_tf32 + i * w_elems;
+      GK_RETURN_IF_ERROR(audio::launch_round_tf32(static_cast<const float*>(weights[i]), dst, w_elems, stream));
+      weights[i] = dst;
+    }
+  }
+  const detail::GemmShape shape{rows, n, c.hidden, c.hidden, c.hidden, n, kind};
+  void* outs[3] = {t.query_states.data, t.key_states.data, t.value_states.data};
+  const char* names[3] = {"audio_qkv: q projection", "audio_qkv: k projection", "audio_qkv: v projection"};
+  for (int i = 0; i < 3; ++i) {
+    GK_RETURN_IF_ERROR(handle->gemm.run(names[i], shape, hidden, weights[i], outs[i], ws.gemm_workspace,
+                                        detail::kGemmWorkspaceBytes, stream));
+  }
+  GK_RETURN_IF_ERROR(audio::launch_head_rmsnorm(static_cast<float*>(outs[0]), static_cast<const float*>(t.q_norm_weight.data),
+                                                rows, static_cast<int>(c.num_heads), static_cast<int>(c.head_dim),
+                                                c.eps, stream));
+  return audio::launch_head_rmsnorm(static_cast<float*>(outs[1]), static_cast<const float*>(t.k_norm_weight.data), rows,
+                                    static_cast<int>(c.num_heads), static_cast<int>(c.head_dim), c.eps, stream);
+}
+
+}  // namespace gk

@@ -1,0 +1,21 @@
+// Turning CUDA runtime errors into Status values that name the step that failed.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "common/status_util.hpp"
+
+namespace gk::detail {
+
+inline Status cuda_status(cudaError_t err, const char* op, const char* what) {
+  if (err == cudaSuccess) return Status::Ok();
+  return error(GK_STATUS_CUDA_ERROR, "%s: %s failed: %s (%s)", op, what, cudaGetErrorName(err),
+               cudaGetErrorString(err));
+}
+
+// After a kernel launch: reports launch-configuration errors without synchronizing.
+inline Status check_launch(const char* op, const char* kernel) {
+  return cuda_status(cudaGetLastError(), op, kernel);
+}
+
+}  // namespace gk::detail

@@ -1,0 +1,60 @@
+// Row-major "NT" GEMMs through cuBLASLt: C[M,N] = A[M,K] * B[N,K]^T, the shape of every projection here
+// (activations times a [out_features, in_features] weight). Plans (descriptors, layouts and the heuristic's
+// algorithm) are built once per shape and cached in the handle, so a timed call does no selection work.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "gk/gk.hpp"
+
+namespace gk::detail {
+
+enum class GemmKind : int {
+  kBf16,        // bf16 in, bf16 out, fp32 accumulate
+  kF32,         // fp32 in/out, fp32 FMA (exact)
+  kF32FastTf32  // fp32 in/out on tf32 tensor cores (inputs must already be rounded to tf32)
+};
+
+struct GemmShape {
+  int64_t m, n, k;
+  int64_t lda, ldb, ldc;  // row strides in elements
+  GemmKind kind;
+  uint32_t alignment = 16;  // filled in by GemmRunner::run from the pointers
+
+  auto key() const { return std::make_tuple(m, n, k, lda, ldb, ldc, static_cast<int>(kind), alignment); }
+  bool operator<(const GemmShape& o) const { return key() < o.key(); }
+};
+
+// cuBLASLt workspace every GEMM may use; the operators reserve it in their workspace.
+inline constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
+
+class GemmRunner {
+ public:
+  GemmRunner() = default;
+  ~GemmRunner();
+  GemmRunner(const GemmRunner&) = delete;
+  GemmRunner& operator=(const GemmRunner&) = delete;
+
+  Status init();
+  // `what` names the GEMM in error messages, e.g. "gemma3_attention: q projection".
+  Status run(const char* what, const GemmShape& shape, const void* a, const void* b, void* c, void* workspace,
+             size_t workspace_bytes, cudaStream_t stream);
+
+ private:
+  struct Plan;
+  Status get_plan(const char* what, const GemmShape& shape, const Plan** plan);
+
+  cublasLtHandle_t lt_ = nullptr;
+  std::mutex mu_;
+  std::map<GemmShape, std::shared_ptr<const Plan>> plans_;  // shared_ptr: Plan stays opaque here
+};
+
+}  // namespace gk::detail

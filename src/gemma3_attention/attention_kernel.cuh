@@ -1,0 +1,200 @@
+// Flash-attention forward, v1 (sm_80-class tensor cores: ldmatrix + mma.sync, cp.async double buffering).
+// One CTA owns kBlockM query rows of one (batch, query head); each warp owns 16 rows. K/V tiles stream through
+// a two-stage shared-memory ring; P stays in registers as the A operand of P*V; the softmax is online, in fp32,
+// in the log2 domain. GQA: query head h reads kv head h / group_size. Causal: tiles above the diagonal are never
+// loaded, and only tiles that cross the diagonal or the sequence end pay for per-element masking.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cfloat>
+#include <cstdint>
+
+#include "common/device/sm80_primitives.cuh"
+#include "gemma3_attention/attention_softmax.cuh"
+#include "gemma3_attention/params.hpp"
+
+namespace gk::gemma3 {
+
+template <int kBlockM_, int kBlockN_, int kHeadDim_, int kWarps_>
+struct AttentionTraits {
+  static constexpr int kBlockM = kBlockM_;
+  static constexpr int kBlockN = kBlockN_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kWarps = kWarps_;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kChunksPerRow = kHeadDim / 8;  // 16-byte chunks per row
+  static constexpr int kTileQ = kBlockM * kHeadDim;    // elements
+  static constexpr int kTileKV = kBlockN * kHeadDim;
+  static constexpr size_t kSmemBytes = size_t(kTileQ + 4 * kTileKV) * sizeof(__nv_bfloat16);
+  static_assert(kBlockM == 16 * kWarps, "each warp owns 16 query rows");
+  static_assert(kBlockN % 16 == 0 && kHeadDim % 64 == 0, "tile shape");
+};
+
+// Element offset of 16-byte chunk `chunk` of `row` in a [rows][kHeadDim] tile. XOR-ing the chunk with the row's
+// low 3 bits puts the 8 rows that one ldmatrix phase reads into 8 different bank groups.
+template <int kHeadDim>
+__device__ __forceinline__ int swizzle(int row, int chunk) {
+  return row * kHeadDim + ((chunk ^ (row & 7)) << 3);
+}
+
+// Copies rows [row0, row0 + kRows) of a [S, kHeadDim] slice (token stride `stride`) into a swizzled tile;
+// rows at or past seq_len are zero-filled, so padded keys contribute exact zeros to P*V.
+template <class Tr, int kRows>
+__device__ __forceinline__ void load_tile(__nv_bfloat16* tile, const __nv_bfloat16* src, int64_t stride, int row0,
+                                          int seq_len, int tid) {
+  constexpr int kChunks = kRows * Tr::kChunksPerRow;
+  static_assert(kChunks % Tr::kThreads == 0, "whole chunks per thread");
+#pragma unroll
+  for (int i = 0; i < kChunks / Tr::kThreads; ++i) {
+    const int idx = tid + i * Tr::kThreads;
+    const int r = idx / Tr::kChunksPerRow;
+    const int c = idx % Tr::kChunksPerRow;
+    const int token = row0 + r;
+    const bool valid = token < seq_len;
+    const __nv_bfloat16* g = src + static_cast<int64_t>(valid ? token : 0) * stride + c * 8;
+    device::cp_async_16(device::smem_addr(tile + swizzle<Tr::kHeadDim>(r, c)), g, valid);
+  }
+}
+
+template <class Tr, bool kSoftcap, MaskMode kMask>
+__global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const AttentionParams p) {
+  using bf16 = __nv_bfloat16;
+  constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kHeadDim = Tr::kHeadDim;
+  constexpr int kNTiles = kBlockN / 8;    // n8 tiles of the score block
+  constexpr int kDTiles = kHeadDim / 8;   // n8 tiles of the output block
+  constexpr int kKSteps = kHeadDim / 16;  // k16 steps of Q*K^T
+
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  bf16* s_q = reinterpret_cast<bf16*>(smem_raw);
+  bf16* s_k = s_q + Tr::kTileQ;       // two stages
+  bf16* s_v = s_k + 2 * Tr::kTileKV;  // two stages
+
+  // Heaviest query blocks (largest m_block under causal masking) are scheduled first to shorten the tail.
+  const int bh_count = p.batch * p.num_q_heads;
+  const int bh = blockIdx.x % bh_count;
+  const int m_block = p.num_m_blocks - 1 - static_cast<int>(blockIdx.x / bh_count);
+  const int b = bh / p.num_q_heads;
+  const int h = bh % p.num_q_heads;
+  const int kvh = h / p.group_size;
+  const int m0 = m_block * kBlockM;
+  const int seq_len = p.seq_len;
+
+  const bf16* q = p.q + b * p.q_batch_stride + h * p.q_head_stride;
+  const bf16* k = p.k + b * p.k_batch_stride + kvh * p.k_head_stride;
+  const bf16* v = p.v + b * p.v_batch_stride + kvh * p.v_head_stride;
+
+  int n_blocks = (seq_len + kBlockN - 1) / kBlockN;
+  if constexpr (kMask == MaskMode::kCausal) n_blocks = min(n_blocks, (m0 + kBlockM + kBlockN - 1) / kBlockN);
+
+  const int tid = threadIdx.x;
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+
+  load_tile<Tr, kBlockM>(s_q, q, p.q_token_stride, m0, seq_len, tid);
+  load_tile<Tr, kBlockN>(s_k, k, p.k_token_stride, 0, seq_len, tid);
+  device::cp_async_commit();
+  load_tile<Tr, kBlockN>(s_v, v, p.v_token_stride, 0, seq_len, tid);
+  device::cp_async_commit();
+
+  // Thread (lane) holds rows g and g+8 of its warp's 16, columns 2t and 2t+1 of every n8 tile.
+  const int row0 = m0 + warp * 16 + (lane >> 2);
+  OnlineSoftmax softmax;
+  float acc_o[kDTiles][4];
+#pragma unroll
+  for (int i = 0; i < kDTiles; ++i) acc_o[i][0] = acc_o[i][1] = acc_o[i][2] = acc_o[i][3] = 0.f;
+  uint32_t q_frag[kKSteps][4];
+
+  const bf16* mask_rows = nullptr;
+  if constexpr (kMask == MaskMode::kAdditive) mask_rows = p.mask + b * p.mask_batch_stride;
+
+  for (int nb = 0; nb < n_blocks; ++nb) {
+    const int stage = nb & 1;
+    const bool has_next = nb + 1 < n_blocks;
+    device::cp_async_wait<1>();  // K[nb] (and Q) have landed; V[nb] may still be in flight
+    __syncthreads();
+    if (nb == 0) {
+#pragma unroll
+      for (int ks = 0; ks < kKSteps; ++ks) {
+        const int r = warp * 16 + (lane & 15);
+        device::ldmatrix_x4(device::smem_addr(s_q + swizzle<kHeadDim>(r, ks * 2 + (lane >> 4))), q_frag[ks]);
+      }
+    }
+    if (has_next) {
+      load_tile<Tr, kBlockN>(s_k + (stage ^ 1) * Tr::kTileKV, k, p.k_token_stride, (nb + 1) * kBlockN, seq_len,
+                             tid);
+      device::cp_async_commit();
+    }
+
+    float acc_s[kNTiles][4];
+#pragma unroll
+    for (int i = 0; i < kNTiles; ++i) acc_s[i][0] = acc_s[i][1] = acc_s[i][2] = acc_s[i][3] = 0.f;
+    const bf16* s_kb = s_k + stage * Tr::kTileKV;
+#pragma unroll
+    for (int ks = 0; ks < kKSteps; ++ks) {
+#pragma unroll
+      for (int np = 0; np < kNTiles / 2; ++np) {
+        uint32_t kf[4];
+        const int key = np * 16 + (lane & 7) + ((lane >> 4) << 3);
+        const int chunk = ks * 2 + ((lane >> 3) & 1);
+        device::ldmatrix_x4(device::smem_addr(s_kb + swizzle<kHeadDim>(key, chunk)), kf);
+        device::mma_bf16_16816(acc_s[2 * np], q_frag[ks], kf[0], kf[1]);
+        device::mma_bf16_16816(acc_s[2 * np + 1], q_frag[ks], kf[2], kf[3]);
+      }
+    }
+
+    const int n0 = nb * kBlockN;
+    const bool edge = (n0 + kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + kBlockN - 1 > m0);
+    scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, mask_rows, row0, n0 + 2 * (lane & 3), seq_len, edge);
+    softmax.update<kNTiles, kDTiles>(acc_s, acc_o);
+
+    if (has_next) {
+      device::cp_async_wait<1>();
+    } else {
+      device::cp_async_wait<0>();
+    }
+    __syncthreads();  // V[nb] visible to all warps
+    if (has_next) {
+      load_tile<Tr, kBlockN>(s_v + (stage ^ 1) * Tr::kTileKV, v, p.v_token_stride, (nb + 1) * kBlockN, seq_len,
+                             tid);
+      device::cp_async_commit();
+    }
+
+    const bf16* s_vb = s_v + stage * Tr::kTileKV;
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      const uint32_t p_frag[4] = {
+          device::pack_bf16x2(acc_s[2 * kk][0], acc_s[2 * kk][1]),
+          device::pack_bf16x2(acc_s[2 * kk][2], acc_s[2 * kk][3]),
+          device::pack_bf16x2(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]),
+          device::pack_bf16x2(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3]),
+      };
+#pragma unroll
+      for (int dp = 0; dp < kDTiles / 2; ++dp) {
+        uint32_t vf[4];
+        const int key = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
+        const int chunk = dp * 2 + (lane >> 4);
+        device::ldmatrix_x4_trans(device::smem_addr(s_vb + swizzle<kHeadDim>(key, chunk)), vf);
+        device::mma_bf16_16816(acc_o[2 * dp], p_frag, vf[0], vf[1]);
+        device::mma_bf16_16816(acc_o[2 * dp + 1], p_frag, vf[2], vf[3]);
+      }
+    }
+  }
+
+  float inv_l[2];
+  softmax.finalize(inv_l);
+  bf16* o = p.o + b * p.o_batch_stride + h * p.o_head_stride + 2 * (lane & 3);
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int row = row0 + half * 8;
+    if (row >= seq_len) continue;
+    bf16* o_row = o + row * p.o_token_stride;
+#pragma unroll
+    for (int dt = 0; dt < kDTiles; ++dt) {
+      *reinterpret_cast<uint32_t*>(o_row + dt * 8) =
+          device::pack_bf16x2(acc_o[dt][2 * half] * inv_l[half], acc_o[dt][2 * half + 1] * inv_l[half]);
+    }
+  }
+}
+
+}  // namespace gk::gemma3

@@ -1,0 +1,106 @@
+// Score transform and online softmax for the attention kernel, on the mma.sync accumulator layout: each thread
+// holds two query rows (g and g+8 of its warp's 16) and, per n8 tile, the columns 2t and 2t+1.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cfloat>
+#include <cmath>
+
+#include "common/device/sm80_primitives.cuh"
+#include "gemma3_attention/params.hpp"
+
+namespace gk::gemma3 {
+
+// Raw Q.K dot products -> base-2 logits: scale, optional softcap, then the mask.
+// Softcap: cap*tanh(y) = cap - 2cap/(e^{2y}+1), so one ex2 and one rcp per score with the exp2 argument
+// (2*log2(e)*scale/cap) and cap*log2(e) folded on the host. Its absolute error stays near fp32 rounding, unlike
+// tanh.approx whose relative error becomes ~0.02 absolute at the cap.
+// Additive masks are clamped at -FLT_MAX after the log2(e) scaling, so "lowest bf16" and -inf both stay finite:
+// a fully masked row then averages V uniformly (what the reference computes), never NaN.
+template <bool kSoftcap, MaskMode kMask, int kNTiles>
+__device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const AttentionParams& p,
+                                                 const __nv_bfloat16* mask_rows, int row0, int col0, int seq_len,
+                                                 bool edge_tile) {
+#pragma unroll
+  for (int nt = 0; nt < kNTiles; ++nt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float x = s[nt][e];
+      if constexpr (kSoftcap) {
+        x = fmaf(-2.f * p.softcap_out, device::rcp_approx(device::ex2_approx(x * p.softcap_in) + 1.f),
+                 p.softcap_out);
+      } else {
+        x *= p.scale_log2;
+      }
+      const int row = row0 + (e >> 1) * 8;
+      const int col = col0 + nt * 8 + (e & 1);
+      if constexpr (kMask == MaskMode::kAdditive) {
+        if (row < seq_len && col < seq_len) {
+          const float m = __bfloat162float(mask_rows[row * p.mask_row_stride + col]);
+          x += fmaxf(m * kLog2e, -FLT_MAX);
+        }
+      }
+      if (edge_tile) {
+        bool masked = col >= seq_len;
+        if constexpr (kMask == MaskMode::kCausal) masked |= col > row;
+        if (masked) x = -INFINITY;
+      }
+      s[nt][e] = x;
+    }
+  }
+}
+
+struct OnlineSoftmax {
+  float row_max[2] = {-INFINITY, -INFINITY};
+  float row_sum[2] = {0.f, 0.f};  // this thread's columns only; the quad is summed in finalize()
+
+  // Rescales the running output by exp2(old_max - new_max) and turns the logits in `s` into probabilities
+  // relative to the new running max.
+  template <int kNTiles, int kDTiles>
+  __device__ __forceinline__ void update(float (&s)[kNTiles][4], float (&acc_o)[kDTiles][4]) {
+    float mx[2] = {row_max[0], row_max[1]};
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) {
+      mx[0] = fmaxf(mx[0], fmaxf(s[nt][0], s[nt][1]));
+      mx[1] = fmaxf(mx[1], fmaxf(s[nt][2], s[nt][3]));
+    }
+    float ref[2], alpha[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+      ref[i] = mx[i] == -INFINITY ? 0.f : mx[i];  // a row with nothing visible yet: avoid (-inf) - (-inf)
+      alpha[i] = device::ex2_approx(row_max[i] - ref[i]);
+      row_max[i] = mx[i];
+      row_sum[i] *= alpha[i];
+    }
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[nt][e] = device::ex2_approx(s[nt][e] - ref[e >> 1]);
+        row_sum[e >> 1] += s[nt][e];
+      }
+    }
+#pragma unroll
+    for (int dt = 0; dt < kDTiles; ++dt) {
+      acc_o[dt][0] *= alpha[0];
+      acc_o[dt][1] *= alpha[0];
+      acc_o[dt][2] *= alpha[1];
+      acc_o[dt][3] *= alpha[1];
+    }
+  }
+
+  __device__ __forceinline__ void finalize(float (&inv_sum)[2]) const {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      float l = row_sum[i];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      inv_sum[i] = l > 0.f ? 1.f / l : 0.f;
+    }
+  }
+};
+
+}  // namespace gk::gemma3

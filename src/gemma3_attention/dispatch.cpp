@@ -1,0 +1,128 @@
+// Orchestration of one Gemma3 attention layer call: three projection GEMMs into a packed q|k|v buffer,
+// per-head norm + RoPE in place, attention reading q/k/v straight from the packed rows, and the O projection.
+// All scalars the kernels need are folded here.
+#include <cmath>
+
+#include "common/gemm.hpp"
+#include "common/status_util.hpp"
+#include "common/workspace.hpp"
+#include "gemma3_attention/kernels.hpp"
+#include "gemma3_attention/validate.hpp"
+#include "handle.hpp"
+
+namespace gk {
+
+namespace {
+
+constexpr const char* kOp = "gemma3_attention";
+using bf16 = __nv_bfloat16;
+
+struct Layout {
+  bf16* qkv = nullptr;   // [M, (Hq + 2 Hkv) D]
+  bf16* attn = nullptr;  // [M, Hq D]
+  void* gemm_workspace = nullptr;
+  size_t bytes = 0;
+};
+
+Layout carve(const Gemma3AttentionConfig& c, void* base) {
+  detail::WorkspaceCarver w(base);
+  const int64_t rows = c.batch * c.seq_len;
+  Layout l;
+  l.qkv = w.take<bf16>(rows * (c.num_q_heads + 2 * c.num_kv_heads) * c.head_dim);
+  l.attn = w.take<bf16>(rows * c.num_q_heads * c.head_dim);
+  l.gemm_workspace = w.take_bytes(detail::kGemmWorkspaceBytes);
+  l.bytes = w.bytes();
+  return l;
+}
+
+gemma3::MaskMode to_mask_mode(gk_mask_mode m) {
+  switch (m) {
+    case GK_MASK_ADDITIVE:
+      return gemma3::MaskMode::kAdditive;
+    case GK_MASK_NONE:
+      return gemma3::MaskMode::kNone;
+    default:
+      return gemma3::MaskMode::kCausal;
+  }
+}
+
+}  // namespace
+
+Status gemma3_attention_workspace_size(const Gemma3AttentionConfig& config, size_t* bytes) {
+  if (bytes == nullptr) return detail::error(GK_STATUS_INVALID_ARGUMENT, "%s: bytes is null", kOp);
+  GK_RETURN_IF_ERROR(gemma3::check_config(config));
+  *bytes = carve(config, nullptr).bytes;
+  return Status::Ok();
+}
+
+Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
+                                void* workspace, size_t workspace_bytes, gk_stream_t stream_in) {
+  GK_RETURN_IF_ERROR(gemma3_attention_check(c, t));
+  GK_RETURN_IF_ERROR(detail::check_call(kOp, handle, workspace, workspace_bytes, carve(c, nullptr).bytes));
+  auto stream = reinterpret_cast<cudaStream_t>(stream_in);
+  const Layout ws = carve(c, workspace);
+
+  const int64_t rows = c.batch * c.seq_len;
+  const int64_t D = c.head_dim, Hq = c.num_q_heads, Hkv = c.num_kv_heads;
+  const int64_t width = (Hq + 2 * Hkv) * D;
+  bf16* q = ws.qkv;
+  bf16* k = ws.qkv + Hq * D;
+  bf16* v = ws.qkv + (Hq + Hkv) * D;
+
+  using detail::GemmKind;
+  using detail::GemmShape;
+  auto& gemm = handle->gemm;
+  const auto proj = [&](const char* what, const gk_tensor& w, int64_t heads, bf16* dst) {
+    const GemmShape shape{rows, heads * D, c.hidden, c.hidden, c.hidden, width, GemmKind::kBf16};
+    return gemm.run(what, shape, t.hidden_states.data, w.data, dst, ws.gemm_workspace, detail::kGemmWorkspaceBytes,
+                    stream);
+  };
+  GK_RETURN_IF_ERROR(proj("gemma3_attention: q projection", t.q_proj_weight, Hq, q));
+  GK_RETURN_IF_ERROR(proj("gemma3_attention: k projection", t.k_proj_weight, Hkv, k));
+  GK_RETURN_IF_ERROR(proj("gemma3_attention: v projection", t.v_proj_weight, Hkv, v));
+
+  gemma3::NormRopeParams nr{};
+  nr.qkv = ws.qkv;
+  nr.cos = static_cast<const bf16*>(t.cos.data);
+  nr.sin = static_cast<const bf16*>(t.sin.data);
+  nr.q_norm_weight = static_cast<const bf16*>(t.q_norm_weight.data);
+  nr.k_norm_weight = static_cast<const bf16*>(t.k_norm_weight.data);
+  nr.rows = rows;
+  nr.row_stride = width;
+  nr.num_q_heads = static_cast<int>(Hq);
+  nr.num_kv_heads = static_cast<int>(Hkv);
+  nr.eps = c.rms_norm_eps;
+  nr.weight_offset = c.norm_weight_offset;
+  GK_RETURN_IF_ERROR(gemma3::launch_norm_rope(nr, static_cast<int>(D), stream));
+
+  gemma3::AttentionParams ap{};
+  ap.q = q;
+  ap.k = k;
+  ap.v = v;
+  ap.o = ws.attn;
+  ap.mask = c.mask_mode == GK_MASK_ADDITIVE ? static_cast<const bf16*>(t.attention_mask.data) : nullptr;
+  ap.q_token_stride = ap.k_token_stride = ap.v_token_stride = width;
+  ap.q_head_stride = ap.k_head_stride = ap.v_head_stride = ap.o_head_stride = D;
+  ap.q_batch_stride = ap.k_batch_stride = ap.v_batch_stride = c.seq_len * width;
+  ap.o_token_stride = Hq * D;
+  ap.o_batch_stride = c.seq_len * Hq * D;
+  ap.mask_row_stride = c.seq_len;
+  ap.mask_batch_stride = c.seq_len * c.seq_len;
+  ap.batch = static_cast<int>(c.batch);
+  ap.seq_len = static_cast<int>(c.seq_len);
+  ap.num_q_heads = static_cast<int>(Hq);
+  ap.group_size = static_cast<int>(Hq / Hkv);
+  const float scale = c.query_scale > 0.f ? c.query_scale : static_cast<float>(1.0 / std::sqrt(double(D)));
+  ap.softcap = c.softcap > 0.f;
+  ap.scale_log2 = scale * gemma3::kLog2e;
+  ap.softcap_in = ap.softcap ? static_cast<float>(2.0 * gemma3::kLog2e * scale / c.softcap) : 0.f;
+  ap.softcap_out = ap.softcap ? c.softcap * gemma3::kLog2e : 0.f;
+  ap.mask_mode = to_mask_mode(c.mask_mode);
+  GK_RETURN_IF_ERROR(gemma3::launch_attention(ap, static_cast<int>(D), stream));
+
+  const GemmShape o_shape{rows, c.hidden, Hq * D, Hq * D, Hq * D, c.hidden, GemmKind::kBf16};
+  return gemm.run("gemma3_attention: o projection", o_shape, ws.attn, t.o_proj_weight.data, t.out.data,
+                  ws.gemm_workspace, detail::kGemmWorkspaceBytes, stream);
+}
+
+}  // namespace gk

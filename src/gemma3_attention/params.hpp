@@ -1,0 +1,57 @@
+// Kernel parameter blocks for the Gemma3 attention layer. Filled on the host (dispatch.cpp), where every
+// scalar that the kernels would otherwise recompute per element is folded once.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cstdint>
+
+namespace gk::gemma3 {
+
+inline constexpr float kLog2e = 1.4426950408889634f;
+
+// Per-head RMSNorm (scale offset + w) followed by RoPE, in place on the packed projection output
+// qkv[M, row_stride] whose columns are [q heads | k heads | v heads]. V heads are left untouched.
+struct NormRopeParams {
+  __nv_bfloat16* qkv;
+  const __nv_bfloat16* cos;  // [M, head_dim]
+  const __nv_bfloat16* sin;  // [M, head_dim]
+  const __nv_bfloat16* q_norm_weight;
+  const __nv_bfloat16* k_norm_weight;
+  int64_t rows;        // M = B*S
+  int64_t row_stride;  // elements between tokens in qkv
+  int num_q_heads;
+  int num_kv_heads;
+  float eps;
+  float weight_offset;
+};
+
+enum class MaskMode : int { kCausal = 0, kAdditive = 1, kNone = 2 };
+
+// Attention over tensors laid out [B, S, heads, D] with arbitrary token/head/batch strides (elements).
+struct AttentionParams {
+  const __nv_bfloat16* q;
+  const __nv_bfloat16* k;
+  const __nv_bfloat16* v;
+  const __nv_bfloat16* mask;  // additive [B,1,S,S] (kAdditive only)
+  __nv_bfloat16* o;
+
+  int64_t q_token_stride, k_token_stride, v_token_stride, o_token_stride;
+  int64_t q_head_stride, k_head_stride, v_head_stride, o_head_stride;
+  int64_t q_batch_stride, k_batch_stride, v_batch_stride, o_batch_stride;
+  int64_t mask_batch_stride, mask_row_stride;
+
+  int batch;
+  int seq_len;
+  int num_q_heads;
+  int group_size;  // query heads per kv head
+  int num_m_blocks;
+
+  // Scores live in the log2 domain so the softmax uses ex2 directly.
+  float scale_log2;   // no softcap: logit2 = dot * scale * log2(e)
+  float softcap_in;   // softcap: logit2 = softcap_out * tanh(dot * scale / cap), tanh via exp2(dot * softcap_in)
+  float softcap_out;  // cap * log2(e)
+  MaskMode mask_mode;
+  bool softcap;
+};
+
+}  // namespace gk::gemma3

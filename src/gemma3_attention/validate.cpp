@@ -1,0 +1,129 @@
+// The operator's contract, checked before anything touches the device.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "common/checked_math.hpp"
+#include "common/status_util.hpp"
+#include "common/tensor_check.hpp"
+#include "gemma3_attention/validate.hpp"
+
+namespace gk::gemma3 {
+
+using detail::error;
+
+namespace {
+constexpr const char* kOp = "gemma3_attention";
+constexpr int kMaxGroupSize = 8;
+// Keeps every tile-index expression in the kernels far from int32 overflow.
+constexpr int64_t kMaxSeqLen = int64_t(1) << 24;
+}  // namespace
+
+Status check_config(const Gemma3AttentionConfig& c) {
+  if (c.batch < 1) return error(GK_STATUS_INVALID_ARGUMENT, "%s: batch must be >= 1 (got %lld)", kOp, (long long)c.batch);
+  if (c.seq_len < 1) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: seq_len must be >= 1 (got %lld)", kOp, (long long)c.seq_len);
+  }
+  if (c.seq_len > kMaxSeqLen) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: seq_len %lld exceeds the supported maximum %lld", kOp,
+                 (long long)c.seq_len, (long long)kMaxSeqLen);
+  }
+  if (c.hidden < 64 || c.hidden % 64 != 0) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: hidden must be a positive multiple of 64 (got %lld)", kOp,
+                 (long long)c.hidden);
+  }
+  if (c.num_kv_heads < 1) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: num_kv_heads must be >= 1 (got %lld)", kOp,
+                 (long long)c.num_kv_heads);
+  }
+  if (c.num_q_heads < 1 || c.num_q_heads % c.num_kv_heads != 0) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: num_q_heads (%lld) must be a positive multiple of num_kv_heads (%lld)",
+                 kOp, (long long)c.num_q_heads, (long long)c.num_kv_heads);
+  }
+  const int64_t group = c.num_q_heads / c.num_kv_heads;
+  if (group > kMaxGroupSize) {
+    return error(GK_STATUS_NOT_SUPPORTED, "%s: GQA group size num_q_heads/num_kv_heads = %lld is not supported (1..%d)",
+                 kOp, (long long)group, kMaxGroupSize);
+  }
+  if (c.head_dim == 256) {
+    return error(GK_STATUS_NOT_SUPPORTED, "%s: head_dim 256 is not supported yet (supported: 128)", kOp);
+  }
+  if (c.head_dim != 128) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: head_dim must be 128 (got %lld)", kOp, (long long)c.head_dim);
+  }
+  if (!std::isfinite(c.softcap) || c.softcap < 0.f) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: softcap must be finite and >= 0, 0 disabling it (got %g)", kOp,
+                 (double)c.softcap);
+  }
+  if (!std::isfinite(c.rms_norm_eps) || c.rms_norm_eps < 0.f) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: rms_norm_eps must be finite and >= 0 (got %g)", kOp,
+                 (double)c.rms_norm_eps);
+  }
+  if (!std::isfinite(c.norm_weight_offset)) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: norm_weight_offset must be finite (got %g)", kOp,
+                 (double)c.norm_weight_offset);
+  }
+  if (!std::isfinite(c.query_scale) || c.query_scale < 0.f) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: query_scale must be finite and >= 0, 0 selecting head_dim^-0.5 (got %g)",
+                 kOp, (double)c.query_scale);
+  }
+  if (c.mask_mode != GK_MASK_CAUSAL && c.mask_mode != GK_MASK_ADDITIVE && c.mask_mode != GK_MASK_NONE) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: mask_mode %d is not one of causal (0), additive (1), none (2)", kOp,
+                 (int)c.mask_mode);
+  }
+  // Token rows are indexed with 32-bit integers in the kernels' grids; keep M = B*S within int32.
+  int64_t rows = 0;
+  if (!detail::checked_product({c.batch, c.seq_len}, INT32_MAX, &rows)) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: batch*seq_len = %lld*%lld exceeds 2^31-1 rows", kOp,
+                 (long long)c.batch, (long long)c.seq_len);
+  }
+  int64_t width = 0;
+  if (!detail::checked_product({c.num_q_heads + 2 * c.num_kv_heads, c.head_dim}, INT32_MAX, &width) ||
+      !detail::checked_product({rows, std::max(width, c.hidden)}, detail::kMaxTensorElements, &width)) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: batch*seq_len x projection width exceeds 2^48 elements", kOp);
+  }
+  return Status::Ok();
+}
+
+Status check_tensors(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t) {
+  const int64_t B = c.batch, S = c.seq_len, D = c.head_dim, Hq = c.num_q_heads, Hkv = c.num_kv_heads;
+  using detail::check_tensor;
+  using detail::TensorSpec;
+  constexpr gk_dtype kBf16 = GK_DTYPE_BF16;
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.hidden_states, TensorSpec{"hidden_states", kBf16, {B, S, c.hidden}, 16}));
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.cos, TensorSpec{"cos", kBf16, {B, S, D}, 16}));
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.sin, TensorSpec{"sin", kBf16, {B, S, D}, 16}));
+  if (c.mask_mode == GK_MASK_ADDITIVE) {
+    int64_t n = 0;
+    if (!detail::checked_product({B, S, S}, detail::kMaxTensorElements, &n)) {
+      return error(GK_STATUS_INVALID_ARGUMENT, "%s: attention_mask [%lld, 1, %lld, %lld] exceeds 2^48 elements", kOp,
+                   (long long)B, (long long)S, (long long)S);
+    }
+    GK_RETURN_IF_ERROR(check_tensor(kOp, t.attention_mask, TensorSpec{"attention_mask", kBf16, {B, 1, S, S}, 2}));
+  }
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.q_proj_weight, TensorSpec{"q_proj_weight", kBf16, {Hq * D, c.hidden}, 16}));
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.k_proj_weight, TensorSpec{"k_proj_weight", kBf16, {Hkv * D, c.hidden}, 16}));
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.v_proj_weight, TensorSpec{"v_proj_weight", kBf16, {Hkv * D, c.hidden}, 16}));
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.o_proj_weight, TensorSpec{"o_proj_weight", kBf16, {c.hidden, Hq * D}, 16}));
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.q_norm_weight, TensorSpec{"q_norm_weight", kBf16, {D}, 16}));
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.k_norm_weight, TensorSpec{"k_norm_weight", kBf16, {D}, 16}));
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.out, TensorSpec{"out", kBf16, {B, S, c.hidden}, 16}));
+  const gk_tensor none{};
+  return detail::check_no_overlap(
+      kOp, "out", t.out,
+      {{"hidden_states", &t.hidden_states}, {"cos", &t.cos}, {"sin", &t.sin},
+       {"attention_mask", c.mask_mode == GK_MASK_ADDITIVE ? &t.attention_mask : &none},
+       {"q_proj_weight", &t.q_proj_weight}, {"k_proj_weight", &t.k_proj_weight}, {"v_proj_weight", &t.v_proj_weight},
+       {"o_proj_weight", &t.o_proj_weight}, {"q_norm_weight", &t.q_norm_weight}, {"k_norm_weight", &t.k_norm_weight}});
+}
+
+}  // namespace gk::gemma3
+
+namespace gk {
+
+Status gemma3_attention_check(const Gemma3AttentionConfig& config, const Gemma3AttentionTensors& tensors) {
+  GK_RETURN_IF_ERROR(gemma3::check_config(config));
+  return gemma3::check_tensors(config, tensors);
+}
+
+}  // namespace gk

@@ -1,0 +1,57 @@
+#include "handle.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <new>
+
+#include "common/cuda_check.hpp"
+#include "common/workspace.hpp"
+
+namespace gk {
+
+Status Handle::init() {
+  reset();
+  const gk_status s = gk_handle_create(&h_);
+  return s == GK_STATUS_SUCCESS ? Status::Ok() : Status(s, gk_last_error_message());
+}
+
+namespace detail {
+
+Status create_handle(gk_handle_t* out) {
+  if (out == nullptr) return error(GK_STATUS_INVALID_ARGUMENT, "gk_handle_create: handle pointer is null");
+  *out = nullptr;
+  auto h = std::unique_ptr<gk_handle_st>(new (std::nothrow) gk_handle_st);
+  if (!h) return error(GK_STATUS_INTERNAL_ERROR, "gk_handle_create: out of host memory");
+  GK_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&h->device), "gk_handle_create", "cudaGetDevice"));
+  GK_RETURN_IF_ERROR(h->gemm.init());
+  *out = h.release();
+  return Status::Ok();
+}
+
+Status check_handle(const char* op, gk_handle_t handle) {
+  if (handle == nullptr) return error(GK_STATUS_INVALID_ARGUMENT, "%s: handle is null", op);
+  int device = -1;
+  GK_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), op, "cudaGetDevice"));
+  if (device != handle->device) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: handle was created on device %d but device %d is current", op,
+                 handle->device, device);
+  }
+  return Status::Ok();
+}
+
+Status check_call(const char* op, gk_handle_t handle, void* workspace, size_t workspace_bytes, size_t needed) {
+  if (workspace == nullptr) return error(GK_STATUS_INVALID_ARGUMENT, "%s: workspace is null", op);
+  if (reinterpret_cast<uintptr_t>(workspace) % WorkspaceCarver::kAlign != 0) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: workspace %p is not %zu-byte aligned", op, workspace,
+                 WorkspaceCarver::kAlign);
+  }
+  if (workspace_bytes < needed) {
+    return error(GK_STATUS_WORKSPACE_TOO_SMALL, "%s: workspace is %zu bytes, this call needs %zu", op,
+                 workspace_bytes, needed);
+  }
+  return check_handle(op, handle);
+}
+
+}  // namespace detail
+}  // namespace gk

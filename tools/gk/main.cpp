@@ -1,0 +1,26 @@
+// gk: run and inspect the gemma-kernels operators from the command line.
+#include <cstdio>
+#include <exception>
+
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gk: Hopper CUDA kernels for the Gemma3 attention layer and the Gemma3n audio QKV projection"};
+  app.require_subcommand(1);
+  gk_cli::RunOptions run_opts;
+  gk_cli::add_run(app, run_opts);
+  gk_cli::add_info(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    if (app.got_subcommand("run")) return gk_cli::run(run_opts);
+    if (app.got_subcommand("info")) return gk_cli::info();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gk: error: %s\n", e.what());
+    return 1;
+  }
+  return 2;
+}

@@ -1,0 +1,68 @@
+// Seeded input generation following the suites' recipe: randn activations, randn/sqrt(in) weights,
+// cos(t)/sin(t') with t, t' = randn clamped to [-pi, pi] drawn independently, masks of 0 / lowest bf16.
+// A FillSpec says how element i of a tensor is made; the same spec fills device memory (fill) or host memory
+// (fill_host), so the CPU-only path of the CLI sees the inputs a GPU run would.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "rng.hpp"
+
+namespace gk_testkit {
+
+enum class FillKind { kNormal, kAroundOne, kValue, kRopeCos, kRopeSin };
+
+struct FillSpec {
+  FillKind kind = FillKind::kValue;
+  uint64_t seed = 0;
+  float scale = 0.f;  // kNormal: scale*randn; kAroundOne: 1 + scale*randn; kValue: the value
+};
+
+GK_HD inline float fill_value_at(const FillSpec& f, int64_t i) {
+  switch (f.kind) {
+    case FillKind::kNormal:
+      return f.scale * normal_at(f.seed, i);
+    case FillKind::kAroundOne:
+      return 1.f + f.scale * normal_at(f.seed, i);
+    case FillKind::kRopeCos:
+      return cosf(rope_angle_at(f.seed, i));
+    case FillKind::kRopeSin:
+      return sinf(rope_angle_at(f.seed, i));
+    default:
+      return f.scale;
+  }
+}
+
+enum class MaskPattern {
+  kCausal,        // 0 on and below the diagonal, lowest bf16 above (the suites' mask)
+  kPaddedCausal,  // causal, and the first pad(b) keys of batch b masked too: rows i < pad(b) are fully masked
+};
+
+GK_HD inline int64_t padded_causal_pad(int64_t b, int64_t seq_len) {
+  return seq_len - 1 < 3 + 5 * b ? seq_len - 1 : 3 + 5 * b;
+}
+
+// Element (b, 0, i, j) of a [B,1,S,S] mask at flat index idx.
+GK_HD inline float mask_value_at(MaskPattern pattern, int64_t seq_len, int64_t idx) {
+  const int64_t j = idx % seq_len, i = (idx / seq_len) % seq_len, b = idx / (seq_len * seq_len);
+  bool visible = j <= i;
+  if (pattern == MaskPattern::kPaddedCausal) visible = visible && j >= padded_causal_pad(b, seq_len);
+  return visible ? 0.f : -3.3895313892515355e38f;  // lowest finite bf16
+}
+
+void fill(const FillSpec& spec, __nv_bfloat16* dst, int64_t n, cudaStream_t stream);
+void fill(const FillSpec& spec, float* dst, int64_t n, cudaStream_t stream);
+void fill_mask(__nv_bfloat16* mask, int64_t batch, int64_t seq_len, MaskPattern pattern, cudaStream_t stream);
+
+// Host versions; with round_to_bf16 the values are what a bf16 device tensor would hold.
+void fill_host(const FillSpec& spec, float* dst, int64_t n, bool round_to_bf16);
+void fill_mask_host(float* mask, int64_t batch, int64_t seq_len, MaskPattern pattern);
+
+inline FillSpec normal(uint64_t seed, float scale) { return {FillKind::kNormal, seed, scale}; }
+inline FillSpec around_one(uint64_t seed, float scale) { return {FillKind::kAroundOne, seed, scale}; }
+inline FillSpec constant(float value) { return {FillKind::kValue, 0, value}; }
+
+}  // namespace gk_testkit

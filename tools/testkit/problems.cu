@@ -1,0 +1,330 @@
+#include "problems.hpp"
+
+#include <cuda_bf16.h>
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "reference_gpu.hpp"
+#include "rng.hpp"
+
+namespace gk_testkit {
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+gk_tensor tensor(const DeviceBuffer& b, gk_dtype dtype, std::initializer_list<int64_t> shape) {
+  return gk_tensor_contiguous(b.get(), dtype, static_cast<int32_t>(shape.size()), shape.begin());
+}
+
+template <typename T>
+DeviceBuffer alloc(int64_t n) {
+  return DeviceBuffer(static_cast<size_t>(n) * sizeof(T));
+}
+
+std::vector<float> bf16_to_float(const std::vector<uint16_t>& bits) {
+  std::vector<float> f(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) f[i] = gk_ref::bf16_from_bits(bits[i]);
+  return f;
+}
+
+}  // namespace
+
+Gemma3Fills gemma3_fills(const gk_gemma3_attention_config& c, const Gemma3Recipe& r) {
+  const float w_in = 1.f / std::sqrt(float(c.hidden)), w_o = 1.f / std::sqrt(float(c.num_q_heads * c.head_dim));
+  Gemma3Fills f;
+  f.hidden = normal(sub_seed(r.seed, 1), r.activation_scale);
+  f.cos = {FillKind::kRopeCos, sub_seed(r.seed, 2), 0.f};
+  f.sin = {FillKind::kRopeSin, sub_seed(r.seed, 3), 0.f};
+  f.wq = normal(sub_seed(r.seed, 4), w_in);
+  f.wk = normal(sub_seed(r.seed, 5), w_in);
+  f.wv = normal(sub_seed(r.seed, 6), w_in);
+  f.wo = normal(sub_seed(r.seed, 7), w_o);
+  f.qn = r.norm_weight_spread > 0.f ? around_one(sub_seed(r.seed, 8), r.norm_weight_spread) : constant(1.f);
+  f.kn = r.norm_weight_spread > 0.f ? around_one(sub_seed(r.seed, 9), r.norm_weight_spread) : constant(1.f);
+  return f;
+}
+
+AudioFills audio_fills(const gk_audio_qkv_config& c, const AudioRecipe& r) {
+  const float w = 1.f / std::sqrt(float(c.hidden));
+  AudioFills f;
+  f.hidden = normal(sub_seed(r.seed, 1), r.activation_scale);
+  f.wq = normal(sub_seed(r.seed, 4), w);
+  f.wk = normal(sub_seed(r.seed, 5), w);
+  f.wv = normal(sub_seed(r.seed, 6), w);
+  f.qn = r.norm_weight_spread > 0.f ? around_one(sub_seed(r.seed, 8), r.norm_weight_spread) : constant(1.f);
+  f.kn = r.norm_weight_spread > 0.f ? around_one(sub_seed(r.seed, 9), r.norm_weight_spread) : constant(1.f);
+  return f;
+}
+
+namespace {
+std::vector<float> host_fill(const FillSpec& spec, int64_t n, bool round_to_bf16) {
+  std::vector<float> v(static_cast<size_t>(n));
+  fill_host(spec, v.data(), n, round_to_bf16);
+  return v;
+}
+}  // namespace
+
+gk_ref::Gemma3Inputs HostGemma3Inputs::view() const {
+  return {hidden.data(), cos.data(), sin.data(), mask.empty() ? nullptr : mask.data(), wq.data(), wk.data(),
+          wv.data(),     wo.data(),  qn.data(),  kn.data()};
+}
+
+HostGemma3Inputs generate_host(const gk_gemma3_attention_config& c, const Gemma3Recipe& r) {
+  const int64_t M = c.batch * c.seq_len, D = c.head_dim;
+  const Gemma3Fills f = gemma3_fills(c, r);
+  HostGemma3Inputs h;
+  h.hidden = host_fill(f.hidden, M * c.hidden, true);
+  h.cos = host_fill(f.cos, M * D, true);
+  h.sin = host_fill(f.sin, M * D, true);
+  h.wq = host_fill(f.wq, c.num_q_heads * D * c.hidden, true);
+  h.wk = host_fill(f.wk, c.num_kv_heads * D * c.hidden, true);
+  h.wv = host_fill(f.wv, c.num_kv_heads * D * c.hidden, true);
+  h.wo = host_fill(f.wo, c.hidden * c.num_q_heads * D, true);
+  h.qn = host_fill(f.qn, D, true);
+  h.kn = host_fill(f.kn, D, true);
+  if (c.mask_mode == GK_MASK_ADDITIVE) {
+    h.mask.resize(static_cast<size_t>(c.batch * c.seq_len * c.seq_len));
+    fill_mask_host(h.mask.data(), c.batch, c.seq_len, r.mask_pattern);
+  }
+  return h;
+}
+
+HostAudioInputs generate_host(const gk_audio_qkv_config& c, const AudioRecipe& r) {
+  const int64_t M = c.batch * c.seq_len, N = c.num_heads * c.head_dim;
+  const AudioFills f = audio_fills(c, r);
+  HostAudioInputs h;
+  h.hidden = host_fill(f.hidden, M * c.hidden, false);
+  h.wq = host_fill(f.wq, N * c.hidden, false);
+  h.wk = host_fill(f.wk, N * c.hidden, false);
+  h.wv = host_fill(f.wv, N * c.hidden, false);
+  h.qn = host_fill(f.qn, c.head_dim, false);
+  h.kn = host_fill(f.kn, c.head_dim, false);
+  return h;
+}
+
+gk_ref::Gemma3Dims ref_dims(const gk_gemma3_attention_config& c) {
+  gk_ref::Gemma3Dims d{};
+  d.batch = c.batch;
+  d.seq_len = c.seq_len;
+  d.hidden = c.hidden;
+  d.num_q_heads = c.num_q_heads;
+  d.num_kv_heads = c.num_kv_heads;
+  d.head_dim = c.head_dim;
+  d.softcap = c.softcap;
+  d.eps = c.rms_norm_eps;
+  d.norm_weight_offset = c.norm_weight_offset;
+  d.query_scale = c.query_scale;
+  d.mask = c.mask_mode == GK_MASK_ADDITIVE ? gk_ref::Mask::kAdditive
+           : c.mask_mode == GK_MASK_NONE   ? gk_ref::Mask::kNone
+                                           : gk_ref::Mask::kCausal;
+  return d;
+}
+
+gk_ref::AudioDims ref_dims(const gk_audio_qkv_config& c) {
+  return gk_ref::AudioDims{c.batch, c.seq_len, c.hidden, c.num_heads, c.head_dim, c.eps};
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+Gemma3Problem::Gemma3Problem(const gk_gemma3_attention_config& c) : config_(c) {
+  const int64_t M = c.batch * c.seq_len, D = c.head_dim;
+  hidden_ = alloc<bf16>(M * c.hidden);
+  cos_ = alloc<bf16>(M * D);
+  sin_ = alloc<bf16>(M * D);
+  if (c.mask_mode == GK_MASK_ADDITIVE) mask_ = alloc<bf16>(c.batch * c.seq_len * c.seq_len);
+  wq_ = alloc<bf16>(c.num_q_heads * D * c.hidden);
+  wk_ = alloc<bf16>(c.num_kv_heads * D * c.hidden);
+  wv_ = alloc<bf16>(c.num_kv_heads * D * c.hidden);
+  wo_ = alloc<bf16>(c.hidden * c.num_q_heads * D);
+  qn_ = alloc<bf16>(D);
+  kn_ = alloc<bf16>(D);
+  out_ = alloc<bf16>(M * c.hidden);
+  ref_ = alloc<bf16>(M * c.hidden);
+  size_t ws = 0;
+  const gk::Status s = gk::gemma3_attention_workspace_size(c, &ws);
+  if (!s.ok()) throw std::runtime_error(s.message());
+  workspace_.resize(ws);
+}
+
+gk_gemma3_attention_tensors Gemma3Problem::tensors() const {
+  const auto& c = config_;
+  const int64_t D = c.head_dim;
+  gk_gemma3_attention_tensors t{};
+  t.hidden_states = tensor(hidden_, GK_DTYPE_BF16, {c.batch, c.seq_len, c.hidden});
+  t.cos = tensor(cos_, GK_DTYPE_BF16, {c.batch, c.seq_len, D});
+  t.sin = tensor(sin_, GK_DTYPE_BF16, {c.batch, c.seq_len, D});
+  t.attention_mask = tensor(mask_, GK_DTYPE_BF16, {c.batch, 1, c.seq_len, c.seq_len});
+  t.q_proj_weight = tensor(wq_, GK_DTYPE_BF16, {c.num_q_heads * D, c.hidden});
+  t.k_proj_weight = tensor(wk_, GK_DTYPE_BF16, {c.num_kv_heads * D, c.hidden});
+  t.v_proj_weight = tensor(wv_, GK_DTYPE_BF16, {c.num_kv_heads * D, c.hidden});
+  t.o_proj_weight = tensor(wo_, GK_DTYPE_BF16, {c.hidden, c.num_q_heads * D});
+  t.q_norm_weight = tensor(qn_, GK_DTYPE_BF16, {D});
+  t.k_norm_weight = tensor(kn_, GK_DTYPE_BF16, {D});
+  t.out = tensor(out_, GK_DTYPE_BF16, {c.batch, c.seq_len, c.hidden});
+  return t;
+}
+
+void Gemma3Problem::generate(const Gemma3Recipe& r, cudaStream_t stream) {
+  const auto& c = config_;
+  const int64_t M = c.batch * c.seq_len, D = c.head_dim;
+  const Gemma3Fills f = gemma3_fills(c, r);
+  fill(f.hidden, hidden_.as<bf16>(), M * c.hidden, stream);
+  fill(f.cos, cos_.as<bf16>(), M * D, stream);
+  fill(f.sin, sin_.as<bf16>(), M * D, stream);
+  fill(f.wq, wq_.as<bf16>(), c.num_q_heads * D * c.hidden, stream);
+  fill(f.wk, wk_.as<bf16>(), c.num_kv_heads * D * c.hidden, stream);
+  fill(f.wv, wv_.as<bf16>(), c.num_kv_heads * D * c.hidden, stream);
+  fill(f.wo, wo_.as<bf16>(), c.hidden * c.num_q_heads * D, stream);
+  fill(f.qn, qn_.as<bf16>(), D, stream);
+  fill(f.kn, kn_.as<bf16>(), D, stream);
+  if (mask_.get() != nullptr) fill_mask(mask_.as<bf16>(), c.batch, c.seq_len, r.mask_pattern, stream);
+}
+
+void Gemma3Problem::poison_output(cudaStream_t stream) { fill(constant(NAN), out_.as<bf16>(), out_elems(), stream); }
+
+gk::Status Gemma3Problem::run(gk_handle_t handle, cudaStream_t stream) {
+  return gk::gemma3_attention_forward(handle, config_, tensors(), workspace_.get(), workspace_.bytes(), stream);
+}
+
+void Gemma3Problem::run_gpu_reference(cudaStream_t stream) {
+  gk_ref_gpu::Gemma3DeviceInputs in{};
+  in.hidden_states = hidden_.as<bf16>();
+  in.cos = cos_.as<bf16>();
+  in.sin = sin_.as<bf16>();
+  in.mask = mask_.as<bf16>();
+  in.q_proj_weight = wq_.as<bf16>();
+  in.k_proj_weight = wk_.as<bf16>();
+  in.v_proj_weight = wv_.as<bf16>();
+  in.o_proj_weight = wo_.as<bf16>();
+  in.q_norm_weight = qn_.as<bf16>();
+  in.k_norm_weight = kn_.as<bf16>();
+  GK_TK_CUDA(gk_ref_gpu::gemma3_attention(ref_dims(config_), in, ref_.as<bf16>(), stream));
+}
+
+std::vector<float> Gemma3Problem::download(const DeviceBuffer& buf, int64_t n, cudaStream_t stream) const {
+  std::vector<uint16_t> bits(static_cast<size_t>(n));
+  GK_TK_CUDA(cudaMemcpyAsync(bits.data(), buf.get(), bits.size() * 2, cudaMemcpyDeviceToHost, stream));
+  GK_TK_CUDA(cudaStreamSynchronize(stream));
+  return bf16_to_float(bits);
+}
+
+void Gemma3Problem::run_cpu_reference(cudaStream_t stream) {
+  const auto& c = config_;
+  const int64_t M = c.batch * c.seq_len, D = c.head_dim;
+  const auto hs = download(hidden_, M * c.hidden, stream);
+  const auto cs = download(cos_, M * D, stream);
+  const auto sn = download(sin_, M * D, stream);
+  const auto mk = mask_.get() ? download(mask_, c.batch * c.seq_len * c.seq_len, stream) : std::vector<float>();
+  const auto wq = download(wq_, c.num_q_heads * D * c.hidden, stream);
+  const auto wk = download(wk_, c.num_kv_heads * D * c.hidden, stream);
+  const auto wv = download(wv_, c.num_kv_heads * D * c.hidden, stream);
+  const auto wo = download(wo_, c.hidden * c.num_q_heads * D, stream);
+  const auto qn = download(qn_, D, stream);
+  const auto kn = download(kn_, D, stream);
+  gk_ref::Gemma3Inputs in{hs.data(), cs.data(), sn.data(), mk.empty() ? nullptr : mk.data(), wq.data(), wk.data(),
+                          wv.data(), wo.data(), qn.data(), kn.data()};
+  std::vector<float> out(static_cast<size_t>(out_elems()));
+  gk_ref::gemma3_attention(ref_dims(c), in, out.data());
+  std::vector<uint16_t> bits(out.size());
+  for (size_t i = 0; i < out.size(); ++i) bits[i] = gk_ref::bf16_bits(out[i]);
+  GK_TK_CUDA(cudaMemcpyAsync(ref_.get(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice, stream));
+  GK_TK_CUDA(cudaStreamSynchronize(stream));
+}
+
+Judgement Gemma3Problem::judge(double atol, double rtol, cudaStream_t stream) const {
+  return judge_device(out_.as<bf16>(), ref_.as<bf16>(), out_elems(), atol, rtol, stream);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+AudioProblem::AudioProblem(const gk_audio_qkv_config& c) : config_(c) {
+  const int64_t M = c.batch * c.seq_len, N = c.num_heads * c.head_dim;
+  hidden_ = alloc<float>(M * c.hidden);
+  wq_ = alloc<float>(N * c.hidden);
+  wk_ = alloc<float>(N * c.hidden);
+  wv_ = alloc<float>(N * c.hidden);
+  qn_ = alloc<float>(c.head_dim);
+  kn_ = alloc<float>(c.head_dim);
+  q_ = alloc<float>(M * N);
+  k_ = alloc<float>(M * N);
+  v_ = alloc<float>(M * N);
+  ref_q_ = alloc<double>(M * N);
+  ref_k_ = alloc<double>(M * N);
+  ref_v_ = alloc<double>(M * N);
+  size_t ws = 0;
+  const gk::Status s = gk::audio_qkv_workspace_size(c, &ws);
+  if (!s.ok()) throw std::runtime_error(s.message());
+  workspace_.resize(ws);
+}
+
+gk_audio_qkv_tensors AudioProblem::tensors() const {
+  const auto& c = config_;
+  const int64_t N = c.num_heads * c.head_dim;
+  gk_audio_qkv_tensors t{};
+  t.hidden_states = tensor(hidden_, GK_DTYPE_F32, {c.batch, c.seq_len, c.hidden});
+  t.q_proj_weight = tensor(wq_, GK_DTYPE_F32, {N, c.hidden});
+  t.k_proj_weight = tensor(wk_, GK_DTYPE_F32, {N, c.hidden});
+  t.v_proj_weight = tensor(wv_, GK_DTYPE_F32, {N, c.hidden});
+  t.q_norm_weight = tensor(qn_, GK_DTYPE_F32, {c.head_dim});
+  t.k_norm_weight = tensor(kn_, GK_DTYPE_F32, {c.head_dim});
+  t.query_states = tensor(q_, GK_DTYPE_F32, {c.batch, c.seq_len, c.num_heads, c.head_dim});
+  t.key_states = tensor(k_, GK_DTYPE_F32, {c.batch, c.seq_len, c.num_heads, c.head_dim});
+  t.value_states = tensor(v_, GK_DTYPE_F32, {c.batch, c.seq_len, c.num_heads, c.head_dim});
+  return t;
+}
+
+void AudioProblem::generate(const AudioRecipe& r, cudaStream_t stream) {
+  const auto& c = config_;
+  const int64_t M = c.batch * c.seq_len, N = c.num_heads * c.head_dim;
+  const AudioFills f = audio_fills(c, r);
+  fill(f.hidden, hidden_.as<float>(), M * c.hidden, stream);
+  fill(f.wq, wq_.as<float>(), N * c.hidden, stream);
+  fill(f.wk, wk_.as<float>(), N * c.hidden, stream);
+  fill(f.wv, wv_.as<float>(), N * c.hidden, stream);
+  fill(f.qn, qn_.as<float>(), c.head_dim, stream);
+  fill(f.kn, kn_.as<float>(), c.head_dim, stream);
+}
+
+void AudioProblem::poison_output(cudaStream_t stream) {
+  for (auto* b : {&q_, &k_, &v_}) fill(constant(NAN), b->as<float>(), out_elems(), stream);
+}
+
+gk::Status AudioProblem::run(gk_handle_t handle, cudaStream_t stream) {
+  return gk::audio_qkv_forward(handle, config_, tensors(), workspace_.get(), workspace_.bytes(), stream);
+}
+
+void AudioProblem::run_gpu_reference(cudaStream_t stream) {
+  GK_TK_CUDA(gk_ref_gpu::audio_qkv(ref_dims(config_), hidden_.as<float>(), wq_.as<float>(), wk_.as<float>(),
+                                   wv_.as<float>(), qn_.as<float>(), kn_.as<float>(), ref_q_.as<double>(),
+                                   ref_k_.as<double>(), ref_v_.as<double>(), stream));
+}
+
+void AudioProblem::run_cpu_reference(cudaStream_t stream) {
+  const auto& c = config_;
+  const int64_t M = c.batch * c.seq_len, N = c.num_heads * c.head_dim;
+  const auto get = [&](const DeviceBuffer& b, int64_t n) {
+    std::vector<float> h(static_cast<size_t>(n));
+    GK_TK_CUDA(cudaMemcpyAsync(h.data(), b.get(), h.size() * 4, cudaMemcpyDeviceToHost, stream));
+    GK_TK_CUDA(cudaStreamSynchronize(stream));
+    return h;
+  };
+  const auto hs = get(hidden_, M * c.hidden), wq = get(wq_, N * c.hidden), wk = get(wk_, N * c.hidden),
+             wv = get(wv_, N * c.hidden), qn = get(qn_, c.head_dim), kn = get(kn_, c.head_dim);
+  std::vector<double> q(static_cast<size_t>(M * N)), k(q.size()), v(q.size());
+  gk_ref::audio_qkv(ref_dims(c), hs.data(), wq.data(), wk.data(), wv.data(), qn.data(), kn.data(), q.data(),
+                    k.data(), v.data());
+  GK_TK_CUDA(cudaMemcpyAsync(ref_q_.get(), q.data(), q.size() * 8, cudaMemcpyHostToDevice, stream));
+  GK_TK_CUDA(cudaMemcpyAsync(ref_k_.get(), k.data(), k.size() * 8, cudaMemcpyHostToDevice, stream));
+  GK_TK_CUDA(cudaMemcpyAsync(ref_v_.get(), v.data(), v.size() * 8, cudaMemcpyHostToDevice, stream));
+  GK_TK_CUDA(cudaStreamSynchronize(stream));
+}
+
+std::array<Judgement, 3> AudioProblem::judge(double atol, double rtol, cudaStream_t stream) const {
+  const int64_t n = out_elems();
+  return {judge_device(q_.as<float>(), ref_q_.as<double>(), n, atol, rtol, stream),
+          judge_device(k_.as<float>(), ref_k_.as<double>(), n, atol, rtol, stream),
+          judge_device(v_.as<float>(), ref_v_.as<double>(), n, atol, rtol, stream)};
+}
+
+}  // namespace gk_testkit

@@ -1,0 +1,104 @@
+// One operator call's worth of device buffers, generated inputs, the fast path, both references and the judge.
+// Shared by the GPU tests and the CLI so they exercise the operators the same way.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "device_buffer.hpp"
+#include "fill.hpp"
+#include "gk/gk.hpp"
+#include "judge.hpp"
+#include "reference.hpp"
+
+namespace gk_testkit {
+
+struct Gemma3Recipe {
+  uint64_t seed = 1;
+  float activation_scale = 1.f;    // hidden_states = scale * randn (x30 drives the softcap into saturation)
+  float norm_weight_spread = 0.f;  // 0: norm weights are ones (the suites' recipe); else 1 + spread * randn
+  MaskPattern mask_pattern = MaskPattern::kCausal;  // contents of the mask tensor in additive mode
+};
+
+struct AudioRecipe {
+  uint64_t seed = 1;
+  float activation_scale = 1.f;
+  float norm_weight_spread = 0.f;  // 0: ones (the suites' recipe); else 1 + spread * randn
+};
+
+// How each input of a call is generated.
+struct Gemma3Fills {
+  FillSpec hidden, cos, sin, wq, wk, wv, wo, qn, kn;
+};
+struct AudioFills {
+  FillSpec hidden, wq, wk, wv, qn, kn;
+};
+Gemma3Fills gemma3_fills(const gk_gemma3_attention_config& c, const Gemma3Recipe& r);
+AudioFills audio_fills(const gk_audio_qkv_config& c, const AudioRecipe& r);
+
+// The same inputs on the host (bf16-rounded for the gemma3 operator), for the CPU-only path.
+struct HostGemma3Inputs {
+  std::vector<float> hidden, cos, sin, mask, wq, wk, wv, wo, qn, kn;
+  gk_ref::Gemma3Inputs view() const;
+};
+HostGemma3Inputs generate_host(const gk_gemma3_attention_config& c, const Gemma3Recipe& r);
+struct HostAudioInputs {
+  std::vector<float> hidden, wq, wk, wv, qn, kn;
+};
+HostAudioInputs generate_host(const gk_audio_qkv_config& c, const AudioRecipe& r);
+
+gk_ref::Gemma3Dims ref_dims(const gk_gemma3_attention_config& c);
+gk_ref::AudioDims ref_dims(const gk_audio_qkv_config& c);
+
+class Gemma3Problem {
+ public:
+  explicit Gemma3Problem(const gk_gemma3_attention_config& config);
+
+  const gk_gemma3_attention_config& config() const { return config_; }
+  gk_gemma3_attention_tensors tensors() const;
+
+  void generate(const Gemma3Recipe& recipe, cudaStream_t stream);
+  void poison_output(cudaStream_t stream);  // NaN everywhere: an unwritten element can never pass
+  gk::Status run(gk_handle_t handle, cudaStream_t stream);
+  void run_gpu_reference(cudaStream_t stream);
+  void run_cpu_reference(cudaStream_t stream);  // copies inputs to the host; small shapes only
+  Judgement judge(double atol, double rtol, cudaStream_t stream) const;
+
+  // Host copies (as floats) for the CPU reference and for tests.
+  std::vector<float> download(const DeviceBuffer& buf, int64_t n, cudaStream_t stream) const;
+  std::vector<float> output(cudaStream_t stream) const { return download(out_, out_elems(), stream); }
+  std::vector<float> reference_output(cudaStream_t stream) const { return download(ref_, out_elems(), stream); }
+
+ private:
+  int64_t out_elems() const { return config_.batch * config_.seq_len * config_.hidden; }
+
+  gk_gemma3_attention_config config_;
+  DeviceBuffer hidden_, cos_, sin_, mask_, wq_, wk_, wv_, wo_, qn_, kn_, out_, ref_, workspace_;
+};
+
+class AudioProblem {
+ public:
+  explicit AudioProblem(const gk_audio_qkv_config& config);
+
+  const gk_audio_qkv_config& config() const { return config_; }
+  gk_audio_qkv_tensors tensors() const;
+
+  void generate(const AudioRecipe& recipe, cudaStream_t stream);
+  void poison_output(cudaStream_t stream);
+  gk::Status run(gk_handle_t handle, cudaStream_t stream);
+  void run_gpu_reference(cudaStream_t stream);
+  void run_cpu_reference(cudaStream_t stream);
+  // q, k, v judged against the fp64 reference.
+  std::array<Judgement, 3> judge(double atol, double rtol, cudaStream_t stream) const;
+
+ private:
+  int64_t out_elems() const { return config_.batch * config_.seq_len * config_.num_heads * config_.head_dim; }
+
+  gk_audio_qkv_config config_;
+  DeviceBuffer hidden_, wq_, wk_, wv_, qn_, kn_, q_, k_, v_, ref_q_, ref_k_, ref_v_, workspace_;
+};
+
+}  // namespace gk_testkit

@@ -1,0 +1,43 @@
+// The two benchmark suites as data (suites/*.json, embedded at build time) and their parser.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gk/gk.h"
+
+namespace gk_testkit {
+
+struct Workload {
+  int64_t batch = 0;
+  int64_t seq_len = 0;
+  double atol = 0.0;
+  double rtol = 0.0;
+  double nvidia_b200_sol_us = 0.0;  // NVIDIA's published T_SOL for the workload (B200), for reference only
+};
+
+struct Suite {
+  std::string id;        // "047", "054"
+  std::string op;        // "gemma3_attention", "audio_qkv"
+  std::string title;
+  std::map<std::string, double> constants;
+  double required_matched_ratio = 0.99;
+  std::vector<Workload> workloads;
+
+  double constant(const std::string& name) const;  // throws if absent
+};
+
+// Parses a suite document; throws std::runtime_error naming the problem (missing key, bad value).
+Suite parse_suite(const std::string& json_text);
+
+// The suites built into this binary.
+const std::vector<Suite>& builtin_suites();
+// Throws std::runtime_error("unknown suite ...") listing the known ids.
+const Suite& builtin_suite(const std::string& id);
+
+gk_gemma3_attention_config gemma3_config(const Suite& suite, const Workload& w);
+gk_audio_qkv_config audio_config(const Suite& suite, const Workload& w, gk_precision precision);
+
+}  // namespace gk_testkit
