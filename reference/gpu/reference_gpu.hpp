@@ -22,7 +22,8 @@ struct Gemma3DeviceInputs {
   const __nv_bfloat16* k_norm_weight;
 };
 
-// Largest seq_len the attention reference handles (its scores row lives in shared memory).
+// Limits of the GPU reference: seq_len up to kMaxSeqLen (its row of scores lives in shared memory), head_dim a
+// multiple of 8 (16-byte key loads).
 constexpr int64_t kMaxSeqLen = 49152;
 
 // Allocates its own scratch and synchronizes the stream before returning.

@@ -1,11 +1,14 @@
 // gk run: one operator on one shape (or every workload of a suite) with generated inputs, checked against a
 // reference with the official rule; optionally timed with a simple cold-L2 loop. Without a GPU it computes the
 // CPU reference for the generated inputs, which validates the configuration and the inputs but not a kernel.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "commands.hpp"
@@ -222,8 +225,13 @@ int run(const RunOptions& o) {
   cudaStream_t stream = nullptr;
   GK_TK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
-  bool all_pass = true;
-  double time_sum = 0;
+  struct Row {
+    std::string label;
+    bool pass = true;
+    double worst_ratio = 1.0, max_err = 0.0, max_rel_l2 = 0.0;
+    gk_testkit::TimingResult time;
+  };
+  std::vector<Row> rows;
   for (const auto& c : cases) {
     const bool cpu_ref = o.reference == "cpu";
     if (cpu_ref && cpu_reference_macs(c) > 2e10) {
@@ -233,10 +241,11 @@ int run(const RunOptions& o) {
     std::unique_ptr<gk_testkit::AudioProblem> ap;
     if (c.gemma3) gp = std::make_unique<gk_testkit::Gemma3Problem>(c.g);
     else ap = std::make_unique<gk_testkit::AudioProblem>(c.a);
+    Row row;
+    row.label = c.label;
     for (int r = 0; r < o.rounds; ++r) {
       const uint64_t s = seed + static_cast<uint64_t>(r);
-      std::string verdicts;
-      bool pass = true;
+      std::vector<std::pair<std::string, gk_testkit::Judgement>> judged;
       gk::Status st;
       if (gp) {
         gp->generate(gemma3_recipe(o, s), stream);
@@ -244,9 +253,7 @@ int run(const RunOptions& o) {
         st = gp->run(handle.get(), stream);
         if (st.ok()) {
           cpu_ref ? gp->run_cpu_reference(stream) : gp->run_gpu_reference(stream);
-          const auto j = gp->judge(c.atol, c.rtol, stream);
-          pass = j.passed(c.required);
-          verdicts = j.summary(c.required);
+          judged.emplace_back("out", gp->judge(c.atol, c.rtol, stream));
         }
       } else {
         ap->generate(audio_recipe(o, s), stream);
@@ -254,42 +261,57 @@ int run(const RunOptions& o) {
         st = ap->run(handle.get(), stream);
         if (st.ok()) {
           cpu_ref ? ap->run_cpu_reference(stream) : ap->run_gpu_reference(stream);
-          const char* names[3] = {"q", "k", "v"};
           const auto js = ap->judge(c.atol, c.rtol, stream);
-          for (int i = 0; i < 3; ++i) {
-            pass = pass && js[i].passed(c.required);
-            verdicts += std::string(i ? "\n    " : "") + names[i] + " " + js[i].summary(c.required);
-          }
+          judged = {{"q", js[0]}, {"k", js[1]}, {"v", js[2]}};
         }
       }
       if (!st.ok()) {
-        std::printf("%-22s seed=%llu ERROR: %s\n", c.label.c_str(), static_cast<unsigned long long>(s),
+        std::printf("%s round %d seed %llu: ERROR %s\n", c.label.c_str(), r + 1, static_cast<unsigned long long>(s),
                     st.message().c_str());
-        all_pass = false;
+        row.pass = false;
         continue;
       }
-      GK_TK_CUDA(cudaStreamSynchronize(stream));
-      std::printf("%-22s seed=%llu atol=%g rtol=%g ref=%s\n    %s\n", c.label.c_str(),
-                  static_cast<unsigned long long>(s), c.atol, c.rtol, cpu_ref ? "cpu" : "gpu", verdicts.c_str());
-      all_pass = all_pass && pass;
+      for (const auto& [name, j] : judged) {
+        std::printf("%s round %d seed %llu %s (atol %g rtol %g, %s reference): %s\n", c.label.c_str(), r + 1,
+                    static_cast<unsigned long long>(s), name.c_str(), c.atol, c.rtol, cpu_ref ? "cpu" : "gpu",
+                    j.summary(c.required).c_str());
+        row.pass = row.pass && j.passed(c.required);
+        row.worst_ratio = std::min(row.worst_ratio, j.matched_ratio());
+        row.max_err = std::max(row.max_err, j.max_abs_err);
+        row.max_rel_l2 = std::max(row.max_rel_l2, j.rel_l2());
+      }
     }
     if (o.time) {
-      const auto t = gk_testkit::time_cold_l2(
+      row.time = gk_testkit::time_cold_l2(
           [&](cudaStream_t st) {
             const gk::Status s = gp ? gp->run(handle.get(), st) : ap->run(handle.get(), st);
             if (!s.ok()) throw std::runtime_error(s.message());
           },
           stream);
-      time_sum += t.median_us;
-      std::printf("    time: median %.1f us (min %.1f, max %.1f; cold L2, events, %d iterations)\n", t.median_us,
-                  t.min_us, t.max_us, t.iterations);
     }
     std::fflush(stdout);
-  }
-  if (o.time && cases.size() > 1) {
-    std::printf("mean of medians over %zu workloads: %.1f us\n", cases.size(), time_sum / double(cases.size()));
+    rows.push_back(row);
   }
   cudaStreamDestroy(stream);
+
+  std::printf("\n== summary: %d round(s) of fresh inputs per workload, official rule%s ==\n", o.rounds,
+              o.time ? "; time = median of 50 cold-L2 iterations (CUDA events)" : "");
+  std::printf("%-24s %-6s %-10s %-11s %-9s", "workload", "result", "matched", "max_abs_err", "rel_l2");
+  if (o.time) std::printf(" %10s %10s %10s", "median_us", "min_us", "max_us");
+  std::printf("\n");
+  bool all_pass = true;
+  double time_sum = 0;
+  for (const auto& r : rows) {
+    std::printf("%-24s %-6s %-10.6f %-11.4g %-9.3g", r.label.c_str(), r.pass ? "pass" : "FAIL", r.worst_ratio,
+                r.max_err, r.max_rel_l2);
+    if (o.time) std::printf(" %10.1f %10.1f %10.1f", r.time.median_us, r.time.min_us, r.time.max_us);
+    std::printf("\n");
+    all_pass = all_pass && r.pass;
+    time_sum += r.time.median_us;
+  }
+  if (o.time && rows.size() > 1) {
+    std::printf("mean of medians over %zu workloads: %.1f us\n", rows.size(), time_sum / double(rows.size()));
+  }
   std::printf("%s\n", all_pass ? "ALL PASS" : "SOME CHECKS FAILED");
   return all_pass ? 0 : 1;
 }

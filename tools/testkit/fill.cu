@@ -2,7 +2,6 @@
 
 #include "device_buffer.hpp"
 #include "fill.hpp"
-#include "reference.hpp"
 
 namespace gk_testkit {
 
@@ -41,18 +40,6 @@ void fill_mask(__nv_bfloat16* mask, int64_t batch, int64_t seq_len, MaskPattern 
   const int64_t n = batch * seq_len * seq_len;
   mask_kernel<<<grid_for(n), 256, 0, stream>>>(mask, n, seq_len, pattern);
   GK_TK_CUDA(cudaGetLastError());
-}
-
-void fill_host(const FillSpec& spec, float* dst, int64_t n, bool round_to_bf16) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = fill_value_at(spec, i);
-    dst[i] = round_to_bf16 ? gk_ref::round_bf16(v) : v;
-  }
-}
-
-void fill_mask_host(float* mask, int64_t batch, int64_t seq_len, MaskPattern pattern) {
-  const int64_t n = batch * seq_len * seq_len;
-  for (int64_t i = 0; i < n; ++i) mask[i] = gk_ref::round_bf16(mask_value_at(pattern, seq_len, i));
 }
 
 }  // namespace gk_testkit

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# One device call: build (unless a build was carried), host + GPU tests, compute-sanitizer on the small GPU
+# tests, both suites checked and timed (simple cold-L2 loop), and optionally the fixtures. Prints a summary last.
+#
+#   scripts/gpu-check.sh [--fixtures] [--no-timing] [--quick]
+#
+# Environment: GK_BUILD_DIR (default build), OUT (where logs go; default .out/).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${GK_BUILD_DIR:-build}
+OUT=${OUT:-$PWD/.out}
+mkdir -p "$OUT"
+LOG="$OUT/gpu-check.log"
+: > "$LOG"
+FIXTURES=0 TIMING=1 QUICK=0
+for a in "$@"; do
+  case "$a" in
+    --fixtures) FIXTURES=1 ;;
+    --no-timing) TIMING=0 ;;
+    --quick) QUICK=1 ;;
+    *) echo "unknown option $a" >&2; exit 2 ;;
+  esac
+done
+
+declare -a SUMMARY
+step() {  # step NAME COMMAND...
+  local name=$1; shift
+  local t0=$SECONDS
+  echo "=== $name: $*" | tee -a "$LOG"
+  "$@" >> "$LOG" 2>&1
+  local rc=$?
+  SUMMARY+=("$(printf '%-34s %s (%ds)' "$name" "$([ $rc -eq 0 ] && echo PASS || echo "FAIL rc=$rc")" $((SECONDS - t0)))")
+  return $rc
+}
+
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv; } \
+  >> "$LOG" 2>&1
+
+if [ ! -x "$BUILD/bin/gk_gpu_tests" ]; then
+  step configure cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release
+  step build ninja -C "$BUILD"
+fi
+export GK_FIXTURE_DIR=$PWD/tests/fixtures
+step "gk info" "$BUILD/bin/gk" info
+step "host tests" "$BUILD/bin/gk_host_tests" --gtest_brief=1
+
+FILTER='*'
+[ $QUICK -eq 1 ] && FILTER='*Small*:*W047*B1_S128*:*W054*B1_S128*'
+step "gpu tests" "$BUILD/bin/gk_gpu_tests" --gtest_filter="$FILTER" --gtest_output=xml:"$OUT/gpu-tests.xml"
+
+if command -v compute-sanitizer > /dev/null; then
+  step "memcheck (small tests)" compute-sanitizer --tool memcheck --error-exitcode 1 \
+    "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Small*' --gtest_brief=1
+  step "racecheck (attention, small)" compute-sanitizer --tool racecheck --error-exitcode 1 \
+    "$BUILD/bin/gk_gpu_tests" --gtest_filter='Small/Gemma3Small.*causal_softcap:Small/Gemma3Small.*s130*' --gtest_brief=1
+  step "synccheck (attention, small)" compute-sanitizer --tool synccheck --error-exitcode 1 \
+    "$BUILD/bin/gk_gpu_tests" --gtest_filter='Small/Gemma3Small.*s130*' --gtest_brief=1
+else
+  SUMMARY+=("compute-sanitizer                  not found: SKIPPED")
+fi
+
+if [ $FIXTURES -eq 1 ]; then
+  rm -rf "$OUT/fixtures"
+  if step "make fixtures" python3 scripts/make_fixtures.py --out "$OUT/fixtures"; then
+    step "fixture tests (new fixtures)" env GK_FIXTURE_DIR="$OUT/fixtures" "$BUILD/bin/gk_host_tests" \
+      --gtest_filter='Fixtures.*'
+    tar czf "$OUT/fixtures.tar.gz" -C "$OUT" fixtures && rm -rf "$OUT/fixtures"
+  fi
+fi
+
+if [ $TIMING -eq 1 ]; then
+  step "suite 047 check+time" "$BUILD/bin/gk" run --suite 047 --time
+  step "suite 054 tf32 check+time" "$BUILD/bin/gk" run --suite 054 --precision tf32 --time
+  step "suite 054 exact check+time" "$BUILD/bin/gk" run --suite 054 --precision exact --time
+fi
+
+echo
+grep -h "^\[ result" "$LOG" > "$OUT/results.txt"
+echo "----- failing checks (all result lines: results.txt) -----"
+grep -hE "FAIL|ERROR|Failure" "$LOG" | head -40
+echo "----- suites -----"
+sed -n '/^== summary/,/^\(ALL PASS\|SOME CHECKS FAILED\)/p' "$LOG"
+echo "----- summary -----"
+printf '%s\n' "${SUMMARY[@]}"
+grep -q "FAIL" <(printf '%s\n' "${SUMMARY[@]}") && exit 1
+exit 0

@@ -1,0 +1,137 @@
+// The audio QKV operator on the GPU, both precision modes, against the fp64 references.
+#include <string>
+
+#include "gpu_test_util.hpp"
+#include "problems.hpp"
+#include "suites.hpp"
+
+namespace {
+
+using gk_test::GpuParamTest;
+using gk_testkit::AudioProblem;
+using gk_testkit::AudioRecipe;
+
+constexpr int kSuiteRounds = 3;
+const char* const kNames[3] = {"q", "k", "v"};
+
+std::string mode_name(gk_precision p) { return p == GK_PRECISION_TF32 ? "tf32" : "exact"; }
+
+struct SuiteCase {
+  int workload;
+  gk_precision precision;
+};
+
+class AudioSuite : public GpuParamTest<SuiteCase> {};
+
+TEST_P(AudioSuite, OfficialRuleAgainstFp64Reference) {
+  const auto& suite = gk_testkit::builtin_suite("054");
+  const auto& w = suite.workloads.at(GetParam().workload);
+  AudioProblem p(gk_testkit::audio_config(suite, w, GetParam().precision));
+  for (int round = 0; round < kSuiteRounds; ++round) {
+    AudioRecipe r;
+    r.seed = next_seed();
+    p.generate(r, stream());
+    p.poison_output(stream());
+    GK_ASSERT_OK(p.run(handle(), stream()));
+    p.run_gpu_reference(stream());
+    const auto js = p.judge(w.atol, w.rtol, stream());
+    for (int i = 0; i < 3; ++i) {
+      gk_test::report("054 " + mode_name(GetParam().precision) + " B" + std::to_string(w.batch) + " S" +
+                          std::to_string(w.seq_len) + " " + kNames[i],
+                      r.seed, js[i], suite.required_matched_ratio);
+      EXPECT_TRUE(js[i].passed(suite.required_matched_ratio)) << kNames[i] << ": " << js[i].summary(0.99);
+      if (GetParam().precision == GK_PRECISION_EXACT) {
+        // fp32-level: relative L2 error near fp32 rounding of a 1024-term dot product.
+        EXPECT_LT(js[i].rel_l2(), 1e-6) << kNames[i] << ": " << js[i].summary(0.99);
+      } else {
+        EXPECT_LT(js[i].rel_l2(), 2e-3) << kNames[i] << ": " << js[i].summary(0.99);
+      }
+    }
+  }
+}
+
+std::vector<SuiteCase> suite_cases() {
+  std::vector<SuiteCase> v;
+  for (gk_precision p : {GK_PRECISION_TF32, GK_PRECISION_EXACT})
+    for (int i = 0; i < 16; ++i) v.push_back({i, p});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(W054, AudioSuite, ::testing::ValuesIn(suite_cases()), [](const auto& info) {
+  const auto& w = gk_testkit::builtin_suite("054").workloads.at(info.param.workload);
+  return mode_name(info.param.precision) + "_B" + std::to_string(w.batch) + "_S" + std::to_string(w.seq_len);
+});
+
+struct Variant {
+  const char* name;
+  gk_audio_qkv_config config;
+  AudioRecipe recipe;
+};
+
+class AudioVariants : public GpuParamTest<Variant> {};
+
+TEST_P(AudioVariants, OfficialRuleAgainstFp64Reference) {
+  const Variant& v = GetParam();
+  AudioProblem p(v.config);
+  AudioRecipe r = v.recipe;
+  r.seed = next_seed();
+  p.generate(r, stream());
+  p.poison_output(stream());
+  GK_ASSERT_OK(p.run(handle(), stream()));
+  p.run_gpu_reference(stream());
+  // Activations scale v (not the normalized q, k): judge with a scaled atol.
+  const auto js = p.judge(0.002 * r.activation_scale, 1e-5, stream());
+  for (int i = 0; i < 3; ++i) {
+    gk_test::report(std::string("054-variant ") + v.name + " " + kNames[i], r.seed, js[i], 0.99);
+    EXPECT_TRUE(js[i].passed(0.99)) << kNames[i] << ": " << js[i].summary(0.99);
+  }
+}
+
+std::vector<Variant> variants() {
+  const gk_audio_qkv_config base{3, 131, 1024, 8, 128, 1e-6f, GK_PRECISION_TF32};
+  auto exact = base;
+  exact.precision = GK_PRECISION_EXACT;
+  auto odd = base;
+  odd.batch = 1;
+  odd.seq_len = 1;
+  odd.hidden = 192;
+  odd.num_heads = 3;
+  AudioRecipe big;
+  big.activation_scale = 30.f;
+  big.norm_weight_spread = 2.f;
+  return {{"tf32_large_activations", base, big},
+          {"exact_large_activations", exact, big},
+          {"tf32_s1_hidden192_heads3", odd, {}},
+          {"tf32_s17", {1, 17, 1024, 8, 128, 1e-6f, GK_PRECISION_TF32}, {}}};
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, AudioVariants, ::testing::ValuesIn(variants()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+class AudioSmall : public GpuParamTest<gk_precision> {};
+
+TEST_P(AudioSmall, GpuReferenceAndFastPathAgainstCpuReference) {
+  AudioProblem p({2, 19, 128, 2, 128, 1e-6f, GetParam()});
+  AudioRecipe r;
+  r.seed = next_seed();
+  r.norm_weight_spread = 0.5f;
+  p.generate(r, stream());
+  p.poison_output(stream());
+  GK_ASSERT_OK(p.run(handle(), stream()));
+  p.run_gpu_reference(stream());
+  const auto vs_gpu = p.judge(0.002, 1e-5, stream());
+  p.run_cpu_reference(stream());
+  const auto vs_cpu = p.judge(0.002, 1e-5, stream());
+  for (int i = 0; i < 3; ++i) {
+    gk_test::report("054-small " + mode_name(GetParam()) + " " + kNames[i], r.seed, vs_cpu[i], 0.99);
+    EXPECT_TRUE(vs_cpu[i].passed(0.99)) << vs_cpu[i].summary(0.99);
+    // Both references are fp64: the fast path's error against each is the same to many digits.
+    EXPECT_NEAR(vs_gpu[i].rel_l2(), vs_cpu[i].rel_l2(), 1e-9 + 1e-6 * vs_cpu[i].rel_l2());
+    EXPECT_NEAR(vs_gpu[i].max_abs_err, vs_cpu[i].max_abs_err, 1e-9);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Small, AudioSmall, ::testing::Values(GK_PRECISION_TF32, GK_PRECISION_EXACT),
+                         [](const auto& info) { return mode_name(info.param); });
+
+}  // namespace

@@ -1,0 +1,213 @@
+// The Gemma3 attention layer on the GPU: every suite workload under the official rule against the GPU reference,
+// the GPU reference against the CPU reference, extra shapes and adversarial inputs.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "gpu_test_util.hpp"
+#include "problems.hpp"
+#include "suites.hpp"
+
+namespace {
+
+using gk_test::GpuParamTest;
+using gk_test::GpuTest;
+using gk_testkit::Gemma3Problem;
+using gk_testkit::Gemma3Recipe;
+using gk_testkit::Judgement;
+using gk_testkit::MaskPattern;
+
+constexpr int kSuiteRounds = 3;
+
+std::string label(const gk_gemma3_attention_config& c) {
+  const char* mask = c.mask_mode == GK_MASK_CAUSAL ? "causal" : c.mask_mode == GK_MASK_ADDITIVE ? "additive" : "none";
+  return "B" + std::to_string(c.batch) + " S" + std::to_string(c.seq_len) + " H" + std::to_string(c.num_q_heads) +
+         "/" + std::to_string(c.num_kv_heads) + " hid" + std::to_string(c.hidden) + " cap" +
+         std::to_string(int(c.softcap)) + " " + mask;
+}
+
+gk_gemma3_attention_config suite_shape(int64_t batch, int64_t seq_len) {
+  return gk_testkit::gemma3_config(gk_testkit::builtin_suite("047"), gk_testkit::Workload{batch, seq_len, 0, 0, 0});
+}
+
+// Runs the fast path on fresh inputs and judges it against the GPU reference.
+Judgement run_and_judge(Gemma3Problem& p, Gemma3Recipe recipe, double atol, double rtol, uint64_t seed,
+                        cudaStream_t stream, gk_handle_t handle, bool* ran) {
+  recipe.seed = seed;
+  p.generate(recipe, stream);
+  p.poison_output(stream);
+  const gk::Status s = p.run(handle, stream);
+  *ran = s.ok();
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok()) return {};
+  p.run_gpu_reference(stream);
+  return p.judge(atol, rtol, stream);
+}
+
+// ---- every workload of suite 047 -------------------------------------------------------------------------------
+class Gemma3Suite : public GpuParamTest<int> {};
+
+TEST_P(Gemma3Suite, OfficialRuleAgainstGpuReference) {
+  const auto& suite = gk_testkit::builtin_suite("047");
+  const auto& w = suite.workloads.at(GetParam());
+  Gemma3Problem p(gk_testkit::gemma3_config(suite, w));
+  for (int round = 0; round < kSuiteRounds; ++round) {
+    const uint64_t seed = next_seed();
+    bool ran = false;
+    const Judgement j = run_and_judge(p, {}, w.atol, w.rtol, seed, stream(), handle(), &ran);
+    ASSERT_TRUE(ran);
+    gk_test::report("047 " + label(p.config()), seed, j, suite.required_matched_ratio);
+    EXPECT_TRUE(j.passed(suite.required_matched_ratio)) << j.summary(suite.required_matched_ratio);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(W047, Gemma3Suite, ::testing::Range(0, 16), [](const auto& info) {
+  const auto& w = gk_testkit::builtin_suite("047").workloads.at(info.param);
+  return "B" + std::to_string(w.batch) + "_S" + std::to_string(w.seq_len);
+});
+
+// ---- shapes outside the suite ----------------------------------------------------------------------------------
+struct Shape {
+  int64_t batch, seq_len;
+};
+
+class Gemma3ExtraShapes : public GpuParamTest<Shape> {};
+
+TEST_P(Gemma3ExtraShapes, OfficialRuleAgainstGpuReference) {
+  Gemma3Problem p(suite_shape(GetParam().batch, GetParam().seq_len));
+  const uint64_t seed = next_seed();
+  bool ran = false;
+  const Judgement j = run_and_judge(p, {}, 0.05, 0.05, seed, stream(), handle(), &ran);
+  ASSERT_TRUE(ran);
+  gk_test::report("047-shape " + label(p.config()), seed, j, 0.99);
+  EXPECT_TRUE(j.passed(0.99)) << j.summary(0.99);
+  EXPECT_LT(j.rel_l2(), 2e-2) << j.summary(0.99);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Gemma3ExtraShapes,
+                         ::testing::Values(Shape{1, 1}, Shape{1, 17}, Shape{1, 4099}, Shape{1, 16384}, Shape{3, 1},
+                                           Shape{3, 293}, Shape{5, 67}),
+                         [](const auto& info) {
+                           return "B" + std::to_string(info.param.batch) + "_S" + std::to_string(info.param.seq_len);
+                         });
+
+// ---- variants and adversarial inputs ---------------------------------------------------------------------------
+struct Variant {
+  const char* name;
+  gk_gemma3_attention_config config;
+  Gemma3Recipe recipe;
+};
+
+gk_gemma3_attention_config with(gk_gemma3_attention_config c, void (*f)(gk_gemma3_attention_config&)) {
+  f(c);
+  return c;
+}
+
+std::vector<Variant> variants() {
+  const auto base = suite_shape(3, 293);
+  Gemma3Recipe saturate;
+  saturate.activation_scale = 30.f;
+  saturate.norm_weight_spread = 4.f;  // (1 + w) up to ~10: scores far past the cap
+  Gemma3Recipe padded;
+  padded.mask_pattern = MaskPattern::kPaddedCausal;
+  Gemma3Recipe spread;
+  spread.norm_weight_spread = 0.5f;
+  return {
+      {"softcap_saturated", base, saturate},
+      {"padding_mask_fully_masked_rows", with(base, [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_ADDITIVE; }), padded},
+      {"causal_mask_tensor", with(base, [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_ADDITIVE; }), {}},
+      {"no_mask", with(base, [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_NONE; }), {}},
+      {"softcap_off", with(base, [](gk_gemma3_attention_config& c) { c.softcap = 0.f; }), {}},
+      {"norm_weights_offset0_scale", with(base, [](gk_gemma3_attention_config& c) { c.norm_weight_offset = 0.f; c.query_scale = 0.0625f; }),
+       spread},
+      {"group1", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 8; }), {}},
+      {"group2", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 4; }), {}},
+      {"group4", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 2; }), {}},
+      {"group8", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 1; }), {}},
+      {"hidden_64", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 64; c.num_q_heads = 2; c.num_kv_heads = 1; }), {}},
+  };
+}
+
+class Gemma3Variants : public GpuParamTest<Variant> {};
+
+TEST_P(Gemma3Variants, OfficialRuleAgainstGpuReference) {
+  const Variant& v = GetParam();
+  Gemma3Problem p(v.config);
+  const uint64_t seed = next_seed();
+  bool ran = false;
+  // Activations x30 scale the output x30: judge those relative to their size.
+  const double atol = 0.05 * v.recipe.activation_scale;
+  const Judgement j = run_and_judge(p, v.recipe, atol, 0.05, seed, stream(), handle(), &ran);
+  ASSERT_TRUE(ran);
+  gk_test::report(std::string("047-variant ") + v.name, seed, j, 0.99);
+  EXPECT_TRUE(j.passed(0.99)) << j.summary(0.99);
+  EXPECT_LT(j.rel_l2(), 2e-2) << j.summary(0.99);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, Gemma3Variants, ::testing::ValuesIn(variants()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST_F(GpuTest, Gemma3CausalModeEqualsCausalMaskTensor) {
+  // The same inputs through mask mode "causal" (tensor never read) and "additive" with the causal tensor.
+  auto causal = suite_shape(2, 613);
+  auto additive = causal;
+  additive.mask_mode = GK_MASK_ADDITIVE;
+  Gemma3Problem a(causal), b(additive);
+  Gemma3Recipe r;
+  r.seed = next_seed();
+  a.generate(r, stream());
+  b.generate(r, stream());
+  GK_ASSERT_OK(a.run(handle(), stream()));
+  GK_ASSERT_OK(b.run(handle(), stream()));
+  const auto oa = a.output(stream()), ob = b.output(stream());
+  const Judgement j = gk_testkit::judge_host(oa.data(), ob.data(), int64_t(oa.size()), 0.0, 0.0);
+  // Masked scores become exact zeros either way; the results agree to the bit.
+  EXPECT_EQ(j.matched, j.count) << j.summary(1.0);
+}
+
+// ---- small shapes: GPU reference vs CPU reference, fast path vs CPU reference (also run under the sanitizer) ----
+class Gemma3Small : public GpuParamTest<Variant> {};
+
+TEST_P(Gemma3Small, GpuReferenceAndFastPathAgainstCpuReference) {
+  const Variant& v = GetParam();
+  Gemma3Problem p(v.config);
+  Gemma3Recipe r = v.recipe;
+  r.seed = next_seed();
+  p.generate(r, stream());
+  p.poison_output(stream());
+  GK_ASSERT_OK(p.run(handle(), stream()));
+  const auto fast = p.output(stream());
+  p.run_gpu_reference(stream());
+  const auto gpu_ref = p.reference_output(stream());
+  p.run_cpu_reference(stream());
+  const auto cpu_ref = p.reference_output(stream());
+  const int64_t n = int64_t(fast.size());
+  // The two references share rounding points; only fp32 vs double accumulation separates them.
+  const Judgement refs = gk_testkit::judge_host(gpu_ref.data(), cpu_ref.data(), n, 1e-2, 1e-2);
+  gk_test::report(std::string("047-small gpu-ref/cpu-ref ") + v.name, r.seed, refs, 0.999);
+  EXPECT_TRUE(refs.passed(0.999)) << refs.summary(0.999);
+  EXPECT_LT(refs.rel_l2(), 5e-3);
+  const Judgement fj = gk_testkit::judge_host(fast.data(), cpu_ref.data(), n, 0.04, 0.05);
+  gk_test::report(std::string("047-small fast/cpu-ref ") + v.name, r.seed, fj, 0.99);
+  EXPECT_TRUE(fj.passed(0.99)) << fj.summary(0.99);
+  EXPECT_LT(fj.rel_l2(), 2e-2);
+}
+
+std::vector<Variant> small_variants() {
+  gk_gemma3_attention_config c{2, 37, 256, 4, 2, 128, 50.f, 1e-6f, 1.f, 0.f, GK_MASK_CAUSAL};
+  Gemma3Recipe padded;
+  padded.mask_pattern = MaskPattern::kPaddedCausal;
+  padded.norm_weight_spread = 0.5f;
+  return {
+      {"causal_softcap", c, {}},
+      {"additive_padded", with(c, [](gk_gemma3_attention_config& x) { x.mask_mode = GK_MASK_ADDITIVE; x.softcap = 0.f; }), padded},
+      {"none_group4", with(c, [](gk_gemma3_attention_config& x) { x.mask_mode = GK_MASK_NONE; x.num_kv_heads = 1; }), {}},
+      {"s1", with(c, [](gk_gemma3_attention_config& x) { x.seq_len = 1; }), {}},
+      {"s130_b1", with(c, [](gk_gemma3_attention_config& x) { x.batch = 1; x.seq_len = 130; }), {}},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(Small, Gemma3Small, ::testing::ValuesIn(small_variants()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace

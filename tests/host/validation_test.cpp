@@ -1,0 +1,297 @@
+// Every rejection of the public API, table-driven: each row breaks one thing in an otherwise valid call and
+// names the status and the text (the offending argument) the message must contain. Runs without a GPU: the
+// checks happen before anything touches the device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gk/gk.h"
+#include "gk/gk.hpp"
+
+namespace {
+
+// Fake device addresses, 64 GiB apart so no two tensors of a valid call overlap.
+void* fake_ptr(int slot) { return reinterpret_cast<void*>(uintptr_t(0x100000000000ull) + uintptr_t(slot) * (1ull << 36)); }
+
+gk_tensor make(int slot, gk_dtype dtype, std::vector<int64_t> shape) {
+  return gk_tensor_contiguous(fake_ptr(slot), dtype, static_cast<int32_t>(shape.size()), shape.data());
+}
+
+struct Gemma3Call {
+  gk_gemma3_attention_config c{};
+  gk_gemma3_attention_tensors t{};
+  Gemma3Call() {
+    c = {2, 293, 3072, 24, 8, 128, 50.f, 1e-6f, 1.f, 0.f, GK_MASK_CAUSAL};
+    refresh();
+  }
+  // Rebuilds every tensor from the config.
+  void refresh() {
+    const int64_t B = c.batch, S = c.seq_len, D = c.head_dim;
+    t.hidden_states = make(1, GK_DTYPE_BF16, {B, S, c.hidden});
+    t.cos = make(2, GK_DTYPE_BF16, {B, S, D});
+    t.sin = make(3, GK_DTYPE_BF16, {B, S, D});
+    t.attention_mask = make(4, GK_DTYPE_BF16, {B, 1, S, S});
+    t.q_proj_weight = make(5, GK_DTYPE_BF16, {c.num_q_heads * D, c.hidden});
+    t.k_proj_weight = make(6, GK_DTYPE_BF16, {c.num_kv_heads * D, c.hidden});
+    t.v_proj_weight = make(7, GK_DTYPE_BF16, {c.num_kv_heads * D, c.hidden});
+    t.o_proj_weight = make(8, GK_DTYPE_BF16, {c.hidden, c.num_q_heads * D});
+    t.q_norm_weight = make(9, GK_DTYPE_BF16, {D});
+    t.k_norm_weight = make(10, GK_DTYPE_BF16, {D});
+    t.out = make(11, GK_DTYPE_BF16, {B, S, c.hidden});
+  }
+};
+
+struct Gemma3Case {
+  const char* what;
+  std::function<void(Gemma3Call&)> mutate;
+  gk_status code;
+  const char* message_part;
+};
+
+void PrintTo(const Gemma3Case& c, std::ostream* os) { *os << c.what; }
+
+class Gemma3Rejects : public ::testing::TestWithParam<Gemma3Case> {};
+
+TEST_P(Gemma3Rejects, ThroughBothApis) {
+  Gemma3Call call;
+  GetParam().mutate(call);
+  const gk::Status s = gk::gemma3_attention_check(call.c, call.t);
+  EXPECT_EQ(s.code(), GetParam().code) << s.message();
+  EXPECT_NE(s.message().find(GetParam().message_part), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().rfind("gemma3_attention: ", 0), 0u) << s.message();
+  // The C ABI returns the same status and leaves the same message for this thread.
+  EXPECT_EQ(gk_gemma3_attention_check(&call.c, &call.t), GetParam().code);
+  EXPECT_EQ(std::string(gk_last_error_message()), s.message());
+}
+
+const auto set = [](auto fn) { return std::function<void(Gemma3Call&)>(fn); };
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, Gemma3Rejects,
+    ::testing::Values(
+        Gemma3Case{"batch0", set([](Gemma3Call& x) { x.c.batch = 0; }), GK_STATUS_INVALID_ARGUMENT, "batch must be >= 1"},
+        Gemma3Case{"seq0", set([](Gemma3Call& x) { x.c.seq_len = 0; }), GK_STATUS_INVALID_ARGUMENT, "seq_len must be >= 1"},
+        Gemma3Case{"seq_huge", set([](Gemma3Call& x) { x.c.seq_len = int64_t(1) << 25; }), GK_STATUS_INVALID_ARGUMENT,
+                   "seq_len 33554432 exceeds"},
+        Gemma3Case{"rows_overflow", set([](Gemma3Call& x) { x.c.batch = int64_t(1) << 20; x.c.seq_len = int64_t(1) << 20; }),
+                   GK_STATUS_INVALID_ARGUMENT, "batch*seq_len"},
+        Gemma3Case{"hidden", set([](Gemma3Call& x) { x.c.hidden = 100; }), GK_STATUS_INVALID_ARGUMENT, "hidden must be"},
+        Gemma3Case{"kv0", set([](Gemma3Call& x) { x.c.num_kv_heads = 0; }), GK_STATUS_INVALID_ARGUMENT, "num_kv_heads"},
+        Gemma3Case{"q_not_multiple", set([](Gemma3Call& x) { x.c.num_q_heads = 25; }), GK_STATUS_INVALID_ARGUMENT,
+                   "num_q_heads (25)"},
+        Gemma3Case{"group16", set([](Gemma3Call& x) { x.c.num_q_heads = 128; }), GK_STATUS_NOT_SUPPORTED, "group size"},
+        Gemma3Case{"head_dim256", set([](Gemma3Call& x) { x.c.head_dim = 256; }), GK_STATUS_NOT_SUPPORTED, "head_dim 256"},
+        Gemma3Case{"head_dim64", set([](Gemma3Call& x) { x.c.head_dim = 64; }), GK_STATUS_INVALID_ARGUMENT, "head_dim"},
+        Gemma3Case{"softcap_neg", set([](Gemma3Call& x) { x.c.softcap = -1.f; }), GK_STATUS_INVALID_ARGUMENT, "softcap"},
+        Gemma3Case{"softcap_nan", set([](Gemma3Call& x) { x.c.softcap = NAN; }), GK_STATUS_INVALID_ARGUMENT, "softcap"},
+        Gemma3Case{"eps_nan", set([](Gemma3Call& x) { x.c.rms_norm_eps = NAN; }), GK_STATUS_INVALID_ARGUMENT, "rms_norm_eps"},
+        Gemma3Case{"offset_inf", set([](Gemma3Call& x) { x.c.norm_weight_offset = INFINITY; }), GK_STATUS_INVALID_ARGUMENT,
+                   "norm_weight_offset"},
+        Gemma3Case{"scale_neg", set([](Gemma3Call& x) { x.c.query_scale = -0.5f; }), GK_STATUS_INVALID_ARGUMENT, "query_scale"},
+        Gemma3Case{"mask_mode", set([](Gemma3Call& x) { x.c.mask_mode = static_cast<gk_mask_mode>(7); }),
+                   GK_STATUS_INVALID_ARGUMENT, "mask_mode 7"},
+        Gemma3Case{"hs_null", set([](Gemma3Call& x) { x.t.hidden_states.data = nullptr; }), GK_STATUS_INVALID_ARGUMENT,
+                   "hidden_states: data pointer is null"},
+        Gemma3Case{"hs_dtype", set([](Gemma3Call& x) { x.t.hidden_states.dtype = GK_DTYPE_F32; }),
+                   GK_STATUS_INVALID_ARGUMENT, "hidden_states: dtype is f32, expected bf16"},
+        Gemma3Case{"hs_shape", set([](Gemma3Call& x) { x.t.hidden_states.shape[2] = 3071; }), GK_STATUS_INVALID_ARGUMENT,
+                   "hidden_states: shape is [2, 293, 3071], expected [2, 293, 3072]"},
+        Gemma3Case{"cos_shape", set([](Gemma3Call& x) { x.t.cos.shape[1] = 292; }), GK_STATUS_INVALID_ARGUMENT, "cos: shape"},
+        Gemma3Case{"sin_rank", set([](Gemma3Call& x) { x.t.sin.ndim = 2; }), GK_STATUS_INVALID_ARGUMENT,
+                   "sin: has 2 dimensions"},
+        Gemma3Case{"rank5", set([](Gemma3Call& x) { x.t.sin.ndim = 5; }), GK_STATUS_INVALID_ARGUMENT, "sin: has 5 dimensions"},
+        Gemma3Case{"wq_stride", set([](Gemma3Call& x) { x.t.q_proj_weight.strides[0] = 4096; }),
+                   GK_STATUS_INVALID_ARGUMENT, "q_proj_weight: stride[0] is 4096, expected 3072"},
+        Gemma3Case{"wk_misaligned",
+                   set([](Gemma3Call& x) { x.t.k_proj_weight.data = static_cast<char*>(x.t.k_proj_weight.data) + 2; }),
+                   GK_STATUS_INVALID_ARGUMENT, "k_proj_weight: data pointer"},
+        Gemma3Case{"wv_shape", set([](Gemma3Call& x) { x.t.v_proj_weight.shape[0] = 3072; }), GK_STATUS_INVALID_ARGUMENT,
+                   "v_proj_weight: shape"},
+        Gemma3Case{"wo_dtype", set([](Gemma3Call& x) { x.t.o_proj_weight.dtype = GK_DTYPE_F16; }),
+                   GK_STATUS_INVALID_ARGUMENT, "o_proj_weight: dtype is f16"},
+        Gemma3Case{"qn_null", set([](Gemma3Call& x) { x.t.q_norm_weight.data = nullptr; }), GK_STATUS_INVALID_ARGUMENT,
+                   "q_norm_weight"},
+        Gemma3Case{"kn_shape", set([](Gemma3Call& x) { x.t.k_norm_weight.shape[0] = 64; }), GK_STATUS_INVALID_ARGUMENT,
+                   "k_norm_weight: shape"},
+        Gemma3Case{"out_shape", set([](Gemma3Call& x) { x.t.out.shape[0] = 1; }), GK_STATUS_INVALID_ARGUMENT, "out: shape"},
+        Gemma3Case{"out_dtype_invalid", set([](Gemma3Call& x) { x.t.out.dtype = GK_DTYPE_INVALID; }),
+                   GK_STATUS_INVALID_ARGUMENT, "out: dtype is invalid"},
+        Gemma3Case{"out_aliases_input", set([](Gemma3Call& x) { x.t.out.data = x.t.hidden_states.data; }),
+                   GK_STATUS_INVALID_ARGUMENT, "out overlaps input hidden_states"},
+        Gemma3Case{"mask_null_additive",
+                   set([](Gemma3Call& x) { x.c.mask_mode = GK_MASK_ADDITIVE; x.t.attention_mask.data = nullptr; }),
+                   GK_STATUS_INVALID_ARGUMENT, "attention_mask: data pointer is null"},
+        Gemma3Case{"mask_rank_additive",
+                   set([](Gemma3Call& x) { x.c.mask_mode = GK_MASK_ADDITIVE; x.t.attention_mask.ndim = 3; }),
+                   GK_STATUS_INVALID_ARGUMENT, "attention_mask: has 3 dimensions"},
+        Gemma3Case{"mask_too_big",
+                   set([](Gemma3Call& x) {
+                     x.c.mask_mode = GK_MASK_ADDITIVE;
+                     x.c.seq_len = int64_t(1) << 24;
+                     x.refresh();
+                   }),
+                   GK_STATUS_INVALID_ARGUMENT, "attention_mask"}));
+
+TEST(Gemma3Accepts, ValidCallsIncludingIgnoredMask) {
+  Gemma3Call call;
+  EXPECT_TRUE(gk::gemma3_attention_check(call.c, call.t).ok());
+  // Causal and none modes never read the mask: a null or misshapen mask descriptor is fine.
+  call.t.attention_mask = gk_tensor{};
+  EXPECT_TRUE(gk::gemma3_attention_check(call.c, call.t).ok());
+  call.c.mask_mode = GK_MASK_NONE;
+  EXPECT_TRUE(gk::gemma3_attention_check(call.c, call.t).ok());
+  // Size-1 dimensions may carry any stride (as frameworks produce them).
+  call.c.batch = 1;
+  call.c.mask_mode = GK_MASK_CAUSAL;
+  call.refresh();
+  call.t.hidden_states.strides[0] = 12345;
+  EXPECT_TRUE(gk::gemma3_attention_check(call.c, call.t).ok());
+  // Group sizes 1..8 and S = 1.
+  for (int64_t q : {8, 16, 32, 64}) {
+    call.c.num_q_heads = q;
+    call.c.seq_len = 1;
+    call.refresh();
+    EXPECT_TRUE(gk::gemma3_attention_check(call.c, call.t).ok()) << q;
+  }
+}
+
+TEST(Gemma3Rejects, NullArgumentsAndForwardPreconditions) {
+  Gemma3Call call;
+  EXPECT_EQ(gk_gemma3_attention_check(nullptr, &call.t), GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(gk_last_error_message(), "gemma3_attention: config is null");
+  EXPECT_EQ(gk_gemma3_attention_check(&call.c, nullptr), GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(gk_last_error_message(), "gemma3_attention: tensors is null");
+  EXPECT_EQ(gk_gemma3_attention_workspace_size(&call.c, nullptr), GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(gk_last_error_message(), "gemma3_attention: bytes is null");
+
+  size_t need = 0;
+  ASSERT_EQ(gk_gemma3_attention_workspace_size(&call.c, &need), GK_STATUS_SUCCESS);
+  EXPECT_STREQ(gk_last_error_message(), "");
+  // q|k|v and the attention output in bf16, plus the GEMM workspace.
+  const size_t rows = 2 * 293;
+  EXPECT_GE(need, rows * (24 + 16) * 128 * 2 + rows * 24 * 128 * 2);
+
+  void* ws = fake_ptr(20);
+  EXPECT_EQ(gk_gemma3_attention_forward(nullptr, &call.c, &call.t, nullptr, need, nullptr), GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(gk_last_error_message(), "gemma3_attention: workspace is null");
+  EXPECT_EQ(gk_gemma3_attention_forward(nullptr, &call.c, &call.t, static_cast<char*>(ws) + 16, need, nullptr),
+            GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gk_last_error_message()).find("not 256-byte aligned"), std::string::npos);
+  EXPECT_EQ(gk_gemma3_attention_forward(nullptr, &call.c, &call.t, ws, need - 1, nullptr),
+            GK_STATUS_WORKSPACE_TOO_SMALL);
+  EXPECT_NE(std::string(gk_last_error_message()).find("this call needs"), std::string::npos);
+  EXPECT_EQ(gk_gemma3_attention_forward(nullptr, &call.c, &call.t, ws, need, nullptr), GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(gk_last_error_message(), "gemma3_attention: handle is null");
+  // Argument errors come first: a bad tensor is reported even with a null handle.
+  call.t.sin.data = nullptr;
+  EXPECT_EQ(gk_gemma3_attention_forward(nullptr, &call.c, &call.t, ws, need, nullptr), GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(gk_last_error_message(), "gemma3_attention: sin: data pointer is null");
+}
+
+// --------------------------------------------------------------------------------------------------------------
+struct AudioCall {
+  gk_audio_qkv_config c{2, 773, 1024, 8, 128, 1e-6f, GK_PRECISION_TF32};
+  gk_audio_qkv_tensors t{};
+  AudioCall() {
+    const int64_t B = c.batch, S = c.seq_len, N = c.num_heads * c.head_dim;
+    t.hidden_states = make(1, GK_DTYPE_F32, {B, S, c.hidden});
+    t.q_proj_weight = make(2, GK_DTYPE_F32, {N, c.hidden});
+    t.k_proj_weight = make(3, GK_DTYPE_F32, {N, c.hidden});
+    t.v_proj_weight = make(4, GK_DTYPE_F32, {N, c.hidden});
+    t.q_norm_weight = make(5, GK_DTYPE_F32, {c.head_dim});
+    t.k_norm_weight = make(6, GK_DTYPE_F32, {c.head_dim});
+    t.query_states = make(7, GK_DTYPE_F32, {B, S, c.num_heads, c.head_dim});
+    t.key_states = make(8, GK_DTYPE_F32, {B, S, c.num_heads, c.head_dim});
+    t.value_states = make(9, GK_DTYPE_F32, {B, S, c.num_heads, c.head_dim});
+  }
+};
+
+struct AudioCase {
+  const char* what;
+  std::function<void(AudioCall&)> mutate;
+  gk_status code;
+  const char* message_part;
+};
+
+void PrintTo(const AudioCase& c, std::ostream* os) { *os << c.what; }
+
+class AudioRejects : public ::testing::TestWithParam<AudioCase> {};
+
+TEST_P(AudioRejects, ThroughBothApis) {
+  AudioCall call;
+  GetParam().mutate(call);
+  const gk::Status s = gk::audio_qkv_check(call.c, call.t);
+  EXPECT_EQ(s.code(), GetParam().code) << s.message();
+  EXPECT_NE(s.message().find(GetParam().message_part), std::string::npos) << s.message();
+  EXPECT_EQ(gk_audio_qkv_check(&call.c, &call.t), GetParam().code);
+  EXPECT_EQ(std::string(gk_last_error_message()), s.message());
+}
+
+const auto aset = [](auto fn) { return std::function<void(AudioCall&)>(fn); };
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, AudioRejects,
+    ::testing::Values(
+        AudioCase{"batch0", aset([](AudioCall& x) { x.c.batch = 0; }), GK_STATUS_INVALID_ARGUMENT, "batch must be >= 1"},
+        AudioCase{"seq0", aset([](AudioCall& x) { x.c.seq_len = 0; }), GK_STATUS_INVALID_ARGUMENT, "seq_len must be >= 1"},
+        AudioCase{"rows_overflow", aset([](AudioCall& x) { x.c.batch = int64_t(1) << 40; x.c.seq_len = int64_t(1) << 40; }),
+                  GK_STATUS_INVALID_ARGUMENT, "batch*seq_len"},
+        AudioCase{"hidden", aset([](AudioCall& x) { x.c.hidden = 1000; }), GK_STATUS_INVALID_ARGUMENT, "hidden must be"},
+        AudioCase{"heads0", aset([](AudioCall& x) { x.c.num_heads = 0; }), GK_STATUS_INVALID_ARGUMENT, "num_heads"},
+        AudioCase{"head_dim256", aset([](AudioCall& x) { x.c.head_dim = 256; }), GK_STATUS_NOT_SUPPORTED, "head_dim 256"},
+        AudioCase{"head_dim96", aset([](AudioCall& x) { x.c.head_dim = 96; }), GK_STATUS_INVALID_ARGUMENT, "head_dim 96"},
+        AudioCase{"eps_neg", aset([](AudioCall& x) { x.c.eps = -1.f; }), GK_STATUS_INVALID_ARGUMENT, "eps must be"},
+        AudioCase{"precision", aset([](AudioCall& x) { x.c.precision = static_cast<gk_precision>(5); }),
+                  GK_STATUS_INVALID_ARGUMENT, "precision 5"},
+        AudioCase{"hs_dtype", aset([](AudioCall& x) { x.t.hidden_states.dtype = GK_DTYPE_BF16; }),
+                  GK_STATUS_INVALID_ARGUMENT, "hidden_states: dtype is bf16, expected f32"},
+        AudioCase{"wk_null", aset([](AudioCall& x) { x.t.k_proj_weight.data = nullptr; }), GK_STATUS_INVALID_ARGUMENT,
+                  "k_proj_weight: data pointer is null"},
+        AudioCase{"wv_stride", aset([](AudioCall& x) { x.t.v_proj_weight.strides[1] = 2; }), GK_STATUS_INVALID_ARGUMENT,
+                  "v_proj_weight: stride[1] is 2"},
+        AudioCase{"qn_misaligned",
+                  aset([](AudioCall& x) { x.t.q_norm_weight.data = static_cast<char*>(x.t.q_norm_weight.data) + 4; }),
+                  GK_STATUS_INVALID_ARGUMENT, "q_norm_weight: data pointer"},
+        AudioCase{"q_out_null", aset([](AudioCall& x) { x.t.query_states.data = nullptr; }), GK_STATUS_INVALID_ARGUMENT,
+                  "query_states: data pointer is null"},
+        AudioCase{"k_out_rank", aset([](AudioCall& x) { x.t.key_states.ndim = 3; }), GK_STATUS_INVALID_ARGUMENT,
+                  "key_states: has 3 dimensions"},
+        AudioCase{"v_out_dtype", aset([](AudioCall& x) { x.t.value_states.dtype = GK_DTYPE_BF16; }),
+                  GK_STATUS_INVALID_ARGUMENT, "value_states: dtype is bf16"},
+        AudioCase{"out_aliases_input", aset([](AudioCall& x) { x.t.value_states.data = x.t.hidden_states.data; }),
+                  GK_STATUS_INVALID_ARGUMENT, "value_states overlaps input hidden_states"},
+        AudioCase{"outs_alias", aset([](AudioCall& x) { x.t.key_states.data = x.t.query_states.data; }),
+                  GK_STATUS_INVALID_ARGUMENT, "query_states overlaps input key_states"}));
+
+TEST(AudioRejects, NullArgumentsAndWorkspace) {
+  AudioCall call;
+  EXPECT_EQ(gk_audio_qkv_check(nullptr, &call.t), GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(gk_last_error_message(), "audio_qkv: config is null");
+  size_t tf32 = 0, exact = 0;
+  ASSERT_EQ(gk_audio_qkv_workspace_size(&call.c, &tf32), GK_STATUS_SUCCESS);
+  call.c.precision = GK_PRECISION_EXACT;
+  ASSERT_EQ(gk_audio_qkv_workspace_size(&call.c, &exact), GK_STATUS_SUCCESS);
+  EXPECT_GT(tf32, exact);  // tf32 mode stages rounded copies of the inputs
+  EXPECT_EQ(gk_audio_qkv_forward(nullptr, &call.c, &call.t, fake_ptr(20), exact - 1, nullptr),
+            GK_STATUS_WORKSPACE_TOO_SMALL);
+  EXPECT_EQ(gk_audio_qkv_forward(nullptr, &call.c, &call.t, fake_ptr(20), exact, nullptr), GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(gk_last_error_message(), "audio_qkv: handle is null");
+}
+
+TEST(PublicApi, TensorHelperAndStatusStrings) {
+  const int64_t shape[3] = {2, 3, 4};
+  const gk_tensor t = gk_tensor_contiguous(fake_ptr(1), GK_DTYPE_BF16, 3, shape);
+  EXPECT_EQ(t.strides[0], 12);
+  EXPECT_EQ(t.strides[1], 4);
+  EXPECT_EQ(t.strides[2], 1);
+  EXPECT_STREQ(gk_status_string(GK_STATUS_NOT_SUPPORTED), "not supported");
+  EXPECT_STREQ(gk_status_string(static_cast<gk_status>(99)), "unknown status");
+  EXPECT_EQ(gk_handle_create(nullptr), GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(gk_last_error_message(), "gk_handle_create: handle pointer is null");
+}
+
+}  // namespace
