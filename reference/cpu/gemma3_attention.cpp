@@ -80,8 +80,10 @@ void gemma3_attention(const Gemma3Dims& d, const Gemma3Inputs& in, float* out, G
 
   const double scale = d.query_scale > 0.f ? d.query_scale : 1.0 / std::sqrt(double(D));
   std::vector<float> attn(static_cast<size_t>(rows * Hq * D));
-  std::vector<float> score(static_cast<size_t>(S));
+  std::vector<double> score(static_cast<size_t>(S));
   std::vector<double> p(static_cast<size_t>(S));
+  // Rounds to bf16 only in the official mode.
+  const auto rs = [&](double x) { return d.fp32_scores ? x : double(r(x)); };
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t kvh = h / group;
@@ -91,26 +93,26 @@ void gemma3_attention(const Gemma3Dims& d, const Gemma3Inputs& in, float* out, G
           const float* kj = &k[((b * Hkv + kvh) * S + j) * D];
           double dot = 0.0;
           for (int64_t e = 0; e < D; ++e) dot += double(qi[e]) * double(kj[e]);
-          float s = r(double(r(dot)) * scale);
+          double s = rs(rs(dot) * scale);
           if (d.softcap > 0.f) {
-            s = r(double(s) / d.softcap);
-            s = r(std::tanh(double(s)));
-            s = r(double(s) * d.softcap);
+            s = rs(s / d.softcap);
+            s = rs(std::tanh(s));
+            s = rs(s * d.softcap);
           }
           float m = 0.f;
           if (d.mask == Mask::kAdditive) m = in.mask[(b * S + i) * S + j];
           if (d.mask == Mask::kCausal && j > i) m = lowest_bf16;
-          score[j] = r(double(s) + double(m));
+          score[j] = rs(s + double(m));
         }
-        // Softmax in fp32-or-better over the bf16 scores, probabilities rounded to bf16.
+        // Softmax in fp32-or-better over the scores, probabilities rounded to bf16 (official mode).
         double mx = -std::numeric_limits<double>::infinity();
-        for (int64_t j = 0; j < S; ++j) mx = std::max(mx, double(score[j]));
+        for (int64_t j = 0; j < S; ++j) mx = std::max(mx, score[j]);
         double sum = 0.0;
         for (int64_t j = 0; j < S; ++j) {
-          p[j] = std::exp(double(score[j]) - mx);
+          p[j] = std::exp(score[j] - mx);
           sum += p[j];
         }
-        for (int64_t j = 0; j < S; ++j) p[j] = r(p[j] / sum);
+        for (int64_t j = 0; j < S; ++j) p[j] = rs(p[j] / sum);
         float* o = &attn[((b * S + i) * Hq + h) * D];
         for (int64_t e = 0; e < D; ++e) {
           double acc = 0.0;

@@ -22,6 +22,11 @@ struct Gemma3Dims {
   float norm_weight_offset;
   float query_scale;  // 0 = head_dim^-0.5
   Mask mask;
+  // false: round scores and probabilities to bf16 where the layer's definition does (the official yardstick).
+  // true: keep the whole score chain (scale, softcap, mask, softmax, P) unrounded; q, k, v, the attention output
+  // and the result are still bf16 tensors. A precise yardstick where bf16 score rounding is coarse (|score|
+  // near a softcap of 50 rounds in steps of 0.25).
+  bool fp32_scores = false;
 };
 
 // Every pointer holds bf16-representable floats in the operator's row-major shapes; `mask` [B,1,S,S] is read only

@@ -49,6 +49,7 @@ struct AttnArgs {
   int64_t S, D, Hq, group;
   float scale, cap;
   int mask_mode;  // 0 causal, 1 additive, 2 none
+  bool fp32_scores;  // see gk_ref::Gemma3Dims::fp32_scores
 };
 
 __device__ float block_reduce(float v, float* red, bool is_max) {
@@ -88,16 +89,17 @@ __global__ void attention_row_kernel(const AttnArgs a) {
       const bf16* kv = reinterpret_cast<const bf16*>(&raw);
       for (int e = 0; e < 8; ++e) dot += float(qi[c * 8 + e]) * float(kv[e]);
     }
-    float s = rb(rb(dot) * a.scale);
+    const auto rs = [&](float x) { return a.fp32_scores ? x : rb(x); };
+    float s = rs(rs(dot) * a.scale);
     if (a.cap > 0.f) {
-      s = rb(s / a.cap);
-      s = rb(tanhf(s));
-      s = rb(s * a.cap);
+      s = rs(s / a.cap);
+      s = rs(tanhf(s));
+      s = rs(s * a.cap);
     }
     float m = 0.f;
     if (a.mask_mode == 1) m = float(a.mask[(b * a.S + i) * a.S + j]);
     if (a.mask_mode == 0 && j > i) m = lowest_bf16;
-    scores[j] = rb(s + m);
+    scores[j] = rs(s + m);
   }
   float mx = -INFINITY;
   for (int64_t j = threadIdx.x; j < a.S; j += blockDim.x) mx = fmaxf(mx, scores[j]);
@@ -108,7 +110,9 @@ __global__ void attention_row_kernel(const AttnArgs a) {
     sum += scores[j];
   }
   sum = block_reduce(sum, red, false);
-  for (int64_t j = threadIdx.x; j < a.S; j += blockDim.x) scores[j] = rb(scores[j] / sum);
+  for (int64_t j = threadIdx.x; j < a.S; j += blockDim.x) {
+    scores[j] = a.fp32_scores ? scores[j] / sum : rb(scores[j] / sum);
+  }
   __syncthreads();
   for (int64_t e = threadIdx.x; e < a.D; e += blockDim.x) {
     float acc = 0.f;
@@ -166,6 +170,7 @@ cudaError_t gemma3_attention(const gk_ref::Gemma3Dims& d, const Gemma3DeviceInpu
   a.scale = d.query_scale > 0.f ? d.query_scale : 1.f / sqrtf(float(D));
   a.cap = d.softcap;
   a.mask_mode = d.mask == gk_ref::Mask::kCausal ? 0 : d.mask == gk_ref::Mask::kAdditive ? 1 : 2;
+  a.fp32_scores = d.fp32_scores;
   const size_t smem = size_t(S + 32) * sizeof(float);
   step(cudaFuncSetAttribute(attention_row_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   if (err == cudaSuccess) {

@@ -21,6 +21,8 @@ struct SuiteCase {
   gk_precision precision;
 };
 
+void PrintTo(const SuiteCase& c, std::ostream* os) { *os << "workload " << c.workload << " " << mode_name(c.precision); }
+
 class AudioSuite : public GpuParamTest<SuiteCase> {};
 
 TEST_P(AudioSuite, OfficialRuleAgainstFp64Reference) {
@@ -67,6 +69,8 @@ struct Variant {
   gk_audio_qkv_config config;
   AudioRecipe recipe;
 };
+
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
 
 class AudioVariants : public GpuParamTest<Variant> {};
 

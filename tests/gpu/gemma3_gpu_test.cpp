@@ -30,9 +30,19 @@ gk_gemma3_attention_config suite_shape(int64_t batch, int64_t seq_len) {
   return gk_testkit::gemma3_config(gk_testkit::builtin_suite("047"), gk_testkit::Workload{batch, seq_len, 0, 0, 0});
 }
 
-// Runs the fast path on fresh inputs and judges it against the GPU reference.
-Judgement run_and_judge(Gemma3Problem& p, Gemma3Recipe recipe, double atol, double rtol, uint64_t seed,
-                        cudaStream_t stream, gk_handle_t handle, bool* ran) {
+// The fast path is judged against two yardsticks: the official one (the GPU reference rounding scores and
+// probabilities to bf16 where the layer's definition does) with the official rule, and a precise one (scores in
+// fp32 end to end) by relative L2 error. The official reference's own bf16 score rounding grows with |score| and
+// S, so the precise one is what catches a small kernel error; kPreciseRelL2 bounds what bf16 P and fp32
+// accumulation order leave.
+constexpr double kPreciseRelL2 = 1e-2;
+
+struct Judged {
+  Judgement official, precise;
+};
+
+Judged run_and_judge(Gemma3Problem& p, Gemma3Recipe recipe, double atol, double rtol, uint64_t seed,
+                     cudaStream_t stream, gk_handle_t handle, bool* ran) {
   recipe.seed = seed;
   p.generate(recipe, stream);
   p.poison_output(stream);
@@ -40,8 +50,17 @@ Judgement run_and_judge(Gemma3Problem& p, Gemma3Recipe recipe, double atol, doub
   *ran = s.ok();
   EXPECT_TRUE(s.ok()) << s.message();
   if (!s.ok()) return {};
+  Judged j;
   p.run_gpu_reference(stream);
-  return p.judge(atol, rtol, stream);
+  j.official = p.judge(atol, rtol, stream);
+  p.run_gpu_reference(stream, /*fp32_scores=*/true);
+  j.precise = p.judge(atol, rtol, stream);
+  return j;
+}
+
+void report(const std::string& what, uint64_t seed, const Judged& j, double required) {
+  gk_test::report(what + " [official]", seed, j.official, required);
+  gk_test::report(what + " [fp32-scores]", seed, j.precise, required);
 }
 
 // ---- every workload of suite 047 -------------------------------------------------------------------------------
@@ -54,10 +73,11 @@ TEST_P(Gemma3Suite, OfficialRuleAgainstGpuReference) {
   for (int round = 0; round < kSuiteRounds; ++round) {
     const uint64_t seed = next_seed();
     bool ran = false;
-    const Judgement j = run_and_judge(p, {}, w.atol, w.rtol, seed, stream(), handle(), &ran);
+    const Judged j = run_and_judge(p, {}, w.atol, w.rtol, seed, stream(), handle(), &ran);
     ASSERT_TRUE(ran);
-    gk_test::report("047 " + label(p.config()), seed, j, suite.required_matched_ratio);
-    EXPECT_TRUE(j.passed(suite.required_matched_ratio)) << j.summary(suite.required_matched_ratio);
+    report("047 " + label(p.config()), seed, j, suite.required_matched_ratio);
+    EXPECT_TRUE(j.official.passed(suite.required_matched_ratio)) << j.official.summary(suite.required_matched_ratio);
+    EXPECT_LT(j.precise.rel_l2(), kPreciseRelL2) << j.precise.summary(suite.required_matched_ratio);
   }
 }
 
@@ -77,11 +97,11 @@ TEST_P(Gemma3ExtraShapes, OfficialRuleAgainstGpuReference) {
   Gemma3Problem p(suite_shape(GetParam().batch, GetParam().seq_len));
   const uint64_t seed = next_seed();
   bool ran = false;
-  const Judgement j = run_and_judge(p, {}, 0.05, 0.05, seed, stream(), handle(), &ran);
+  const Judged j = run_and_judge(p, {}, 0.05, 0.05, seed, stream(), handle(), &ran);
   ASSERT_TRUE(ran);
-  gk_test::report("047-shape " + label(p.config()), seed, j, 0.99);
-  EXPECT_TRUE(j.passed(0.99)) << j.summary(0.99);
-  EXPECT_LT(j.rel_l2(), 2e-2) << j.summary(0.99);
+  report("047-shape " + label(p.config()), seed, j, 0.99);
+  EXPECT_TRUE(j.official.passed(0.99)) << j.official.summary(0.99);
+  EXPECT_LT(j.precise.rel_l2(), kPreciseRelL2) << j.precise.summary(0.99);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Gemma3ExtraShapes,
@@ -96,7 +116,13 @@ struct Variant {
   const char* name;
   gk_gemma3_attention_config config;
   Gemma3Recipe recipe;
+  // False where the official yardstick's bf16 score rounding is too coarse to judge by (saturated softcap:
+  // scores near 50 round in steps of 0.25, e^0.125 = 13% per probability); the precise one still applies.
+  bool official_applies = true;
 };
+
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
+void PrintTo(const Shape& s, std::ostream* os) { *os << "B" << s.batch << " S" << s.seq_len; }
 
 gk_gemma3_attention_config with(gk_gemma3_attention_config c, void (*f)(gk_gemma3_attention_config&)) {
   f(c);
@@ -113,7 +139,7 @@ std::vector<Variant> variants() {
   Gemma3Recipe spread;
   spread.norm_weight_spread = 0.5f;
   return {
-      {"softcap_saturated", base, saturate},
+      {"softcap_saturated", base, saturate, /*official_applies=*/false},
       {"padding_mask_fully_masked_rows", with(base, [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_ADDITIVE; }), padded},
       {"causal_mask_tensor", with(base, [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_ADDITIVE; }), {}},
       {"no_mask", with(base, [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_NONE; }), {}},
@@ -137,11 +163,12 @@ TEST_P(Gemma3Variants, OfficialRuleAgainstGpuReference) {
   bool ran = false;
   // Activations x30 scale the output x30: judge those relative to their size.
   const double atol = 0.05 * v.recipe.activation_scale;
-  const Judgement j = run_and_judge(p, v.recipe, atol, 0.05, seed, stream(), handle(), &ran);
+  const Judged j = run_and_judge(p, v.recipe, atol, 0.05, seed, stream(), handle(), &ran);
   ASSERT_TRUE(ran);
-  gk_test::report(std::string("047-variant ") + v.name, seed, j, 0.99);
-  EXPECT_TRUE(j.passed(0.99)) << j.summary(0.99);
-  EXPECT_LT(j.rel_l2(), 2e-2) << j.summary(0.99);
+  report(std::string("047-variant ") + v.name, seed, j, 0.99);
+  if (v.official_applies) EXPECT_TRUE(j.official.passed(0.99)) << j.official.summary(0.99);
+  EXPECT_EQ(j.official.non_finite, 0);
+  EXPECT_LT(j.precise.rel_l2(), kPreciseRelL2) << j.precise.summary(0.99);
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, Gemma3Variants, ::testing::ValuesIn(variants()),
@@ -177,20 +204,24 @@ TEST_P(Gemma3Small, GpuReferenceAndFastPathAgainstCpuReference) {
   p.poison_output(stream());
   GK_ASSERT_OK(p.run(handle(), stream()));
   const auto fast = p.output(stream());
-  p.run_gpu_reference(stream());
-  const auto gpu_ref = p.reference_output(stream());
-  p.run_cpu_reference(stream());
-  const auto cpu_ref = p.reference_output(stream());
   const int64_t n = int64_t(fast.size());
-  // The two references share rounding points; only fp32 vs double accumulation separates them.
-  const Judgement refs = gk_testkit::judge_host(gpu_ref.data(), cpu_ref.data(), n, 1e-2, 1e-2);
-  gk_test::report(std::string("047-small gpu-ref/cpu-ref ") + v.name, r.seed, refs, 0.999);
-  EXPECT_TRUE(refs.passed(0.999)) << refs.summary(0.999);
-  EXPECT_LT(refs.rel_l2(), 5e-3);
-  const Judgement fj = gk_testkit::judge_host(fast.data(), cpu_ref.data(), n, 0.04, 0.05);
-  gk_test::report(std::string("047-small fast/cpu-ref ") + v.name, r.seed, fj, 0.99);
-  EXPECT_TRUE(fj.passed(0.99)) << fj.summary(0.99);
-  EXPECT_LT(fj.rel_l2(), 2e-2);
+  // The two references share rounding points; fp32 vs double accumulation flips a bf16 rounding now and then,
+  // which moves a score by one bf16 step: rare differences of a few 1e-2 in the official mode.
+  for (bool precise : {false, true}) {
+    const std::string mode = precise ? " [fp32-scores]" : " [official]";
+    p.run_gpu_reference(stream(), precise);
+    const auto gpu_ref = p.reference_output(stream());
+    p.run_cpu_reference(stream(), precise);
+    const auto cpu_ref = p.reference_output(stream());
+    const Judgement refs = gk_testkit::judge_host(gpu_ref.data(), cpu_ref.data(), n, 3e-2, 3e-2);
+    gk_test::report(std::string("047-small gpu-ref/cpu-ref ") + v.name + mode, r.seed, refs, 0.999);
+    EXPECT_TRUE(refs.passed(0.999)) << mode << refs.summary(0.999);
+    EXPECT_LT(refs.rel_l2(), precise ? 2e-3 : 5e-3) << mode << refs.summary(0.999);
+    const Judgement fj = gk_testkit::judge_host(fast.data(), cpu_ref.data(), n, 0.04, 0.05);
+    gk_test::report(std::string("047-small fast/cpu-ref ") + v.name + mode, r.seed, fj, 0.99);
+    EXPECT_TRUE(fj.passed(0.99)) << mode << fj.summary(0.99);
+    if (precise) EXPECT_LT(fj.rel_l2(), kPreciseRelL2) << fj.summary(0.99);
+  }
 }
 
 std::vector<Variant> small_variants() {

@@ -64,6 +64,23 @@ TEST(CpuReference, TinyLayerWithSoftcap) {
   EXPECT_EQ(out[3], 0.70703125f);
 }
 
+TEST(CpuReference, Fp32ScoresModeSkipsScoreRounding) {
+  // Same layer, softcap 3, precise yardstick: s = 3 tanh(q1.k1 * D^-0.5 / 3) with q1.k1 = 1.4140625^2 unrounded,
+  // p = softmax([0, s]) unrounded; only the attention output (p itself here) and the result round to bf16.
+  TinyLayer t;
+  t.dims.softcap = 3.f;
+  t.dims.fp32_scores = true;
+  const auto out = t.run();
+  const double s = 3.0 * std::tanh(1.4140625 * 1.4140625 / std::sqrt(2.0) / 3.0);
+  const double p0 = 1.0 / (1.0 + std::exp(s));
+  EXPECT_EQ(out[2], round_bf16(round_bf16(float(p0))));
+  EXPECT_EQ(out[3], round_bf16(round_bf16(float(1.0 - p0))));
+  // The official yardstick rounds s to bf16 first: 3 tanh(0.471) = 1.3167 -> 1.3125 moves p0 by 0.1%.
+  t.dims.fp32_scores = false;
+  const auto official = t.run();
+  EXPECT_NEAR(official[2], out[2], 2e-3);
+}
+
 TEST(CpuReference, NoMaskAndFullyMaskedRow) {
   // No mask: row 0 sees [1.4140625, 0] -> p = [0.80441, 0.19559] -> bf16 [0.8046875, 0.1953125].
   TinyLayer t;

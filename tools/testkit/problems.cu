@@ -188,7 +188,7 @@ gk::Status Gemma3Problem::run(gk_handle_t handle, cudaStream_t stream) {
   return gk::gemma3_attention_forward(handle, config_, tensors(), workspace_.get(), workspace_.bytes(), stream);
 }
 
-void Gemma3Problem::run_gpu_reference(cudaStream_t stream) {
+void Gemma3Problem::run_gpu_reference(cudaStream_t stream, bool fp32_scores) {
   gk_ref_gpu::Gemma3DeviceInputs in{};
   in.hidden_states = hidden_.as<bf16>();
   in.cos = cos_.as<bf16>();
@@ -200,7 +200,9 @@ void Gemma3Problem::run_gpu_reference(cudaStream_t stream) {
   in.o_proj_weight = wo_.as<bf16>();
   in.q_norm_weight = qn_.as<bf16>();
   in.k_norm_weight = kn_.as<bf16>();
-  GK_TK_CUDA(gk_ref_gpu::gemma3_attention(ref_dims(config_), in, ref_.as<bf16>(), stream));
+  gk_ref::Gemma3Dims d = ref_dims(config_);
+  d.fp32_scores = fp32_scores;
+  GK_TK_CUDA(gk_ref_gpu::gemma3_attention(d, in, ref_.as<bf16>(), stream));
 }
 
 std::vector<float> Gemma3Problem::download(const DeviceBuffer& buf, int64_t n, cudaStream_t stream) const {
@@ -210,7 +212,7 @@ std::vector<float> Gemma3Problem::download(const DeviceBuffer& buf, int64_t n, c
   return bf16_to_float(bits);
 }
 
-void Gemma3Problem::run_cpu_reference(cudaStream_t stream) {
+void Gemma3Problem::run_cpu_reference(cudaStream_t stream, bool fp32_scores) {
   const auto& c = config_;
   const int64_t M = c.batch * c.seq_len, D = c.head_dim;
   const auto hs = download(hidden_, M * c.hidden, stream);
@@ -226,7 +228,9 @@ void Gemma3Problem::run_cpu_reference(cudaStream_t stream) {
   gk_ref::Gemma3Inputs in{hs.data(), cs.data(), sn.data(), mk.empty() ? nullptr : mk.data(), wq.data(), wk.data(),
                           wv.data(), wo.data(), qn.data(), kn.data()};
   std::vector<float> out(static_cast<size_t>(out_elems()));
-  gk_ref::gemma3_attention(ref_dims(c), in, out.data());
+  gk_ref::Gemma3Dims d = ref_dims(c);
+  d.fp32_scores = fp32_scores;
+  gk_ref::gemma3_attention(d, in, out.data());
   std::vector<uint16_t> bits(out.size());
   for (size_t i = 0; i < out.size(); ++i) bits[i] = gk_ref::bf16_bits(out[i]);
   GK_TK_CUDA(cudaMemcpyAsync(ref_.get(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice, stream));

@@ -63,8 +63,9 @@ class Gemma3Problem {
   void generate(const Gemma3Recipe& recipe, cudaStream_t stream);
   void poison_output(cudaStream_t stream);  // NaN everywhere: an unwritten element can never pass
   gk::Status run(gk_handle_t handle, cudaStream_t stream);
-  void run_gpu_reference(cudaStream_t stream);
-  void run_cpu_reference(cudaStream_t stream);  // copies inputs to the host; small shapes only
+  // fp32_scores selects the precise yardstick (gk_ref::Gemma3Dims::fp32_scores) instead of the official one.
+  void run_gpu_reference(cudaStream_t stream, bool fp32_scores = false);
+  void run_cpu_reference(cudaStream_t stream, bool fp32_scores = false);  // inputs copied to the host; small shapes
   Judgement judge(double atol, double rtol, cudaStream_t stream) const;
 
   // Host copies (as floats) for the CPU reference and for tests.
