@@ -40,7 +40,7 @@ if [ ! -x "$BUILD/bin/gk_gpu_tests" ]; then
   step configure cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release
   step build ninja -C "$BUILD"
 fi
-export GK_FIXTURE_DIR=$PWD/tests/fixtures
+export GK_FIXTURE_DIR=$PWD/tests/fixtures GK_CLI=$PWD/$BUILD/bin/gk
 step "gk info" "$BUILD/bin/gk" info
 step "host tests" "$BUILD/bin/gk_host_tests" --gtest_brief=1
 

@@ -35,7 +35,7 @@ gk_gemma3_attention_config suite_shape(int64_t batch, int64_t seq_len) {
 // fp32 end to end) by relative L2 error. The official reference's own bf16 score rounding grows with |score| and
 // S, so the precise one is what catches a small kernel error; kPreciseRelL2 bounds what bf16 P and fp32
 // accumulation order leave.
-constexpr double kPreciseRelL2 = 1e-2;
+constexpr double kPreciseRelL2 = 5e-3;  // measured on the H200: at most 2.8e-3 over every suite workload and shape
 
 struct Judged {
   Judgement official, precise;

@@ -58,10 +58,22 @@ double loosest(const Suite& s, bool atol) {
 gk_precision parse_precision(const std::string& p) {
   if (p == "tf32") return GK_PRECISION_TF32;
   if (p == "exact") return GK_PRECISION_EXACT;
-  throw std::runtime_error("--precision must be tf32 or exact (got '" + p + "')");
+  throw UsageError("--precision must be tf32 or exact (got '" + p + "')");
 }
 
+std::vector<Case> build_cases_or_throw(const RunOptions& o);
+
 std::vector<Case> build_cases(const RunOptions& o) {
+  try {
+    return build_cases_or_throw(o);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const std::runtime_error& e) {  // e.g. an unknown suite id
+    throw UsageError(e.what());
+  }
+}
+
+std::vector<Case> build_cases_or_throw(const RunOptions& o) {
   std::vector<Case> cases;
   if (!o.suite.empty()) {
     const Suite& s = gk_testkit::builtin_suite(o.suite);
@@ -93,7 +105,7 @@ std::vector<Case> build_cases(const RunOptions& o) {
     if (o.mask == "causal") c.g.mask_mode = GK_MASK_CAUSAL;
     else if (o.mask == "additive") c.g.mask_mode = GK_MASK_ADDITIVE;
     else if (o.mask == "none") c.g.mask_mode = GK_MASK_NONE;
-    else throw std::runtime_error("--mask must be causal, additive or none (got '" + o.mask + "')");
+    else throw UsageError("--mask must be causal, additive or none (got '" + o.mask + "')");
     const Workload* w = find_workload(s, o.batch, o.seq_len);
     c.atol = o.atol >= 0 ? o.atol : (w ? w->atol : loosest(s, true));
     c.rtol = o.rtol >= 0 ? o.rtol : (w ? w->rtol : loosest(s, false));
@@ -111,7 +123,7 @@ std::vector<Case> build_cases(const RunOptions& o) {
     c.rtol = o.rtol >= 0 ? o.rtol : (w ? w->rtol : loosest(s, false));
     c.required = s.required_matched_ratio;
   } else {
-    throw std::runtime_error("--op must be gemma3 or audio (got '" + o.op + "')");
+    throw UsageError("--op must be gemma3 or audio (got '" + o.op + "')");
   }
   c.label = o.op + " B=" + std::to_string(o.batch) + " S=" + std::to_string(o.seq_len);
   cases.push_back(c);
@@ -123,7 +135,7 @@ void check_config(const Case& c) {
   size_t bytes = 0;
   const gk::Status s = c.gemma3 ? gk::gemma3_attention_workspace_size(c.g, &bytes)
                                 : gk::audio_qkv_workspace_size(c.a, &bytes);
-  if (!s.ok()) throw std::runtime_error(s.message());
+  if (!s.ok()) throw UsageError(s.message());
 }
 
 gk_testkit::Gemma3Recipe gemma3_recipe(const RunOptions& o, uint64_t seed) {
@@ -132,7 +144,7 @@ gk_testkit::Gemma3Recipe gemma3_recipe(const RunOptions& o, uint64_t seed) {
   r.activation_scale = float(o.activation_scale);
   r.norm_weight_spread = float(o.norm_weight_spread);
   if (o.mask_pattern == "padded") r.mask_pattern = gk_testkit::MaskPattern::kPaddedCausal;
-  else if (o.mask_pattern != "causal") throw std::runtime_error("--mask-pattern must be causal or padded");
+  else if (o.mask_pattern != "causal") throw UsageError("--mask-pattern must be causal or padded");
   return r;
 }
 
@@ -215,8 +227,8 @@ int run(const RunOptions& o) {
       o.seed ? o.seed : static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
   std::string why;
   if (!gk_testkit::cuda_device_available(&why)) {
-    if (o.reference == "gpu") throw std::runtime_error(why + ": --reference gpu needs a GPU");
-    if (o.time) throw std::runtime_error(why + ": --time needs a GPU");
+    if (o.reference == "gpu") throw UsageError(why + ": --reference gpu needs a GPU");
+    if (o.time) throw UsageError(why + ": --time needs a GPU");
     return run_cpu_only(o, cases, seed, why);
   }
   gk::Handle handle;
@@ -235,7 +247,7 @@ int run(const RunOptions& o) {
   for (const auto& c : cases) {
     const bool cpu_ref = o.reference == "cpu";
     if (cpu_ref && cpu_reference_macs(c) > 2e10) {
-      throw std::runtime_error(c.label + " is too large for the CPU reference; use --reference gpu");
+      throw UsageError(c.label + " is too large for the CPU reference; use --reference gpu");
     }
     std::unique_ptr<gk_testkit::Gemma3Problem> gp;
     std::unique_ptr<gk_testkit::AudioProblem> ap;

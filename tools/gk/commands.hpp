@@ -4,9 +4,15 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 
 namespace gk_cli {
+
+// A request that cannot be run as asked (bad option value, invalid shape, needs a GPU): exit status 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 struct RunOptions {
   std::string op = "gemma3";  // gemma3 | audio

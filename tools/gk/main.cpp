@@ -18,6 +18,9 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("run")) return gk_cli::run(run_opts);
     if (app.got_subcommand("info")) return gk_cli::info();
+  } catch (const gk_cli::UsageError& e) {
+    std::fprintf(stderr, "gk: error: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gk: error: %s\n", e.what());
     return 1;

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what the build needs on Debian/Ubuntu (the CUDA 13 toolkit itself is assumed present: nvcc, cuBLASLt).
+# Idempotent; uses sudo when not root.
+set -euo pipefail
+PKGS=(cmake ninja-build g++ libgtest-dev libcli11-dev nlohmann-json3-dev python3)
+missing=()
+for p in "${PKGS[@]}"; do dpkg -s "$p" > /dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+command -v nvcc > /dev/null || [ -x /usr/local/cuda/bin/nvcc ] || {
+  echo "install-deps: the CUDA toolkit (nvcc, 13.0 or newer) is required and was not found" >&2; exit 1; }
+echo "install-deps: ok"

@@ -1,0 +1,70 @@
+// The gk command line: exit statuses and messages a script can rely on.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct Result {
+  int status;
+  std::string output;  // stdout and stderr
+};
+
+Result gk(const std::string& args) {
+  const char* env = std::getenv("GK_CLI");  // overrides the path compiled in (for a build run elsewhere)
+  const std::string cmd = std::string(env ? env : GK_CLI_PATH) + " " + args + " 2>&1";
+  Result r{-1, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  const int raw = pclose(p);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return r;
+}
+
+TEST(Cli, HelpAndInfo) {
+  const auto help = gk("--help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.output.find("run"), std::string::npos);
+  EXPECT_NE(help.output.find("info"), std::string::npos);
+  const auto info = gk("info");
+  EXPECT_EQ(info.status, 0) << info.output;
+  EXPECT_NE(info.output.find("supported matrix"), std::string::npos);
+  EXPECT_NE(gk("").status, 0);  // a subcommand is required
+}
+
+TEST(Cli, UsageErrorsExitTwoWithAClearMessage) {
+  auto r = gk("run --suite 999");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("unknown suite '999' (known: 047, 054)"), std::string::npos) << r.output;
+  r = gk("run -s 0");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("seq_len must be >= 1"), std::string::npos) << r.output;
+  r = gk("run --hidden 100");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("hidden must be a positive multiple of 64"), std::string::npos) << r.output;
+  r = gk("run --op conv");
+  EXPECT_EQ(r.status, 2);
+  r = gk("run --rounds 0");
+  EXPECT_EQ(r.status, 2);
+}
+
+TEST(Cli, RunsASmallShapeWithOrWithoutAGpu) {
+  // With a GPU: fast path against the GPU reference. Without: the CPU reference on the same generated inputs.
+  const auto r = gk("run --op gemma3 -b 2 -s 19 --hidden 256 --q-heads 4 --kv-heads 2 --seed 7");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(r.output.find("ALL PASS") != std::string::npos ||
+              r.output.find("computing the CPU reference only") != std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("NON-FINITE"), std::string::npos) << r.output;
+  const auto a = gk("run --op audio -b 1 -s 5 --hidden 128 --heads 2 --precision exact --seed 7");
+  EXPECT_EQ(a.status, 0) << a.output;
+}
+
+}  // namespace
