@@ -2,7 +2,9 @@
 # One device call: build (unless a build was carried), host + GPU tests, compute-sanitizer on the small GPU
 # tests, both suites checked and timed (simple cold-L2 loop), and optionally the fixtures. Prints a summary last.
 #
-#   scripts/gpu-check.sh [--fixtures] [--no-timing] [--quick]
+#   scripts/gpu-check.sh [--fixtures] [--no-timing] [--quick] [--profile]
+#
+# --profile adds an Nsight Compute summary of the attention kernel on the largest 047 workload.
 #
 # Environment: GK_BUILD_DIR (default build), OUT (where logs go; default .out/).
 set -uo pipefail
@@ -12,12 +14,13 @@ OUT=${OUT:-$PWD/.out}
 mkdir -p "$OUT"
 LOG="$OUT/gpu-check.log"
 : > "$LOG"
-FIXTURES=0 TIMING=1 QUICK=0
+FIXTURES=0 TIMING=1 QUICK=0 PROFILE=0
 for a in "$@"; do
   case "$a" in
     --fixtures) FIXTURES=1 ;;
     --no-timing) TIMING=0 ;;
     --quick) QUICK=1 ;;
+    --profile) PROFILE=1 ;;
     *) echo "unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -72,6 +75,12 @@ if [ $TIMING -eq 1 ]; then
   step "suite 047 check+time" "$BUILD/bin/gk" run --suite 047 --time
   step "suite 054 tf32 check+time" "$BUILD/bin/gk" run --suite 054 --precision tf32 --time
   step "suite 054 exact check+time" "$BUILD/bin/gk" run --suite 054 --precision exact --time
+fi
+
+if [ $PROFILE -eq 1 ] && command -v ncu > /dev/null; then
+  step "ncu attention (1, 8192)" ncu --clock-control none -k regex:attention_fwd --launch-count 1 \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+    "$BUILD/bin/gk" run -b 1 -s 8192 --seed 1
 fi
 
 echo
