@@ -32,9 +32,7 @@ TEST_P(AudioSuite, OfficialRuleAgainstFp64Reference) {
   for (int round = 0; round < kSuiteRounds; ++round) {
     AudioRecipe r;
     r.seed = next_seed();
-    p.generate(r, stream());
-    p.poison_output(stream());
-    GK_ASSERT_OK(p.run(handle(), stream()));
+    GK_ASSERT_OK(p.run_fresh(r, handle(), stream()));
     p.run_gpu_reference(stream());
     const auto js = p.judge(w.atol, w.rtol, stream());
     for (int i = 0; i < 3; ++i) {
@@ -79,9 +77,7 @@ TEST_P(AudioVariants, OfficialRuleAgainstFp64Reference) {
   AudioProblem p(v.config);
   AudioRecipe r = v.recipe;
   r.seed = next_seed();
-  p.generate(r, stream());
-  p.poison_output(stream());
-  GK_ASSERT_OK(p.run(handle(), stream()));
+  GK_ASSERT_OK(p.run_fresh(r, handle(), stream()));
   p.run_gpu_reference(stream());
   // Activations scale v (not the normalized q, k): judge with a scaled atol.
   const auto js = p.judge(0.002 * r.activation_scale, 1e-5, stream());
@@ -119,9 +115,7 @@ TEST_P(AudioSmall, GpuReferenceAndFastPathAgainstCpuReference) {
   AudioRecipe r;
   r.seed = next_seed();
   r.norm_weight_spread = 0.5f;
-  p.generate(r, stream());
-  p.poison_output(stream());
-  GK_ASSERT_OK(p.run(handle(), stream()));
+  GK_ASSERT_OK(p.run_fresh(r, handle(), stream()));
   p.run_gpu_reference(stream());
   const auto vs_gpu = p.judge(0.002, 1e-5, stream());
   p.run_cpu_reference(stream());

@@ -44,9 +44,7 @@ struct Judged {
 Judged run_and_judge(Gemma3Problem& p, Gemma3Recipe recipe, double atol, double rtol, uint64_t seed,
                      cudaStream_t stream, gk_handle_t handle, bool* ran) {
   recipe.seed = seed;
-  p.generate(recipe, stream);
-  p.poison_output(stream);
-  const gk::Status s = p.run(handle, stream);
+  const gk::Status s = p.run_fresh(recipe, handle, stream);
   *ran = s.ok();
   EXPECT_TRUE(s.ok()) << s.message();
   if (!s.ok()) return {};
@@ -200,9 +198,7 @@ TEST_P(Gemma3Small, GpuReferenceAndFastPathAgainstCpuReference) {
   Gemma3Problem p(v.config);
   Gemma3Recipe r = v.recipe;
   r.seed = next_seed();
-  p.generate(r, stream());
-  p.poison_output(stream());
-  GK_ASSERT_OK(p.run(handle(), stream()));
+  GK_ASSERT_OK(p.run_fresh(r, handle(), stream()));
   const auto fast = p.output(stream());
   const int64_t n = int64_t(fast.size());
   // The two references share rounding points; fp32 vs double accumulation flips a bf16 rounding now and then,

@@ -260,17 +260,13 @@ int run(const RunOptions& o) {
       std::vector<std::pair<std::string, gk_testkit::Judgement>> judged;
       gk::Status st;
       if (gp) {
-        gp->generate(gemma3_recipe(o, s), stream);
-        gp->poison_output(stream);
-        st = gp->run(handle.get(), stream);
+        st = gp->run_fresh(gemma3_recipe(o, s), handle.get(), stream);
         if (st.ok()) {
           cpu_ref ? gp->run_cpu_reference(stream) : gp->run_gpu_reference(stream);
           judged.emplace_back("out", gp->judge(c.atol, c.rtol, stream));
         }
       } else {
-        ap->generate(audio_recipe(o, s), stream);
-        ap->poison_output(stream);
-        st = ap->run(handle.get(), stream);
+        st = ap->run_fresh(audio_recipe(o, s), handle.get(), stream);
         if (st.ok()) {
           cpu_ref ? ap->run_cpu_reference(stream) : ap->run_gpu_reference(stream);
           const auto js = ap->judge(c.atol, c.rtol, stream);

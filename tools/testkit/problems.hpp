@@ -63,6 +63,12 @@ class Gemma3Problem {
   void generate(const Gemma3Recipe& recipe, cudaStream_t stream);
   void poison_output(cudaStream_t stream);  // NaN everywhere: an unwritten element can never pass
   gk::Status run(gk_handle_t handle, cudaStream_t stream);
+  // Fresh inputs, a poisoned output, one call: the start of every check.
+  gk::Status run_fresh(const Gemma3Recipe& recipe, gk_handle_t handle, cudaStream_t stream) {
+    generate(recipe, stream);
+    poison_output(stream);
+    return run(handle, stream);
+  }
   // fp32_scores selects the precise yardstick (gk_ref::Gemma3Dims::fp32_scores) instead of the official one.
   void run_gpu_reference(cudaStream_t stream, bool fp32_scores = false);
   void run_cpu_reference(cudaStream_t stream, bool fp32_scores = false);  // inputs copied to the host; small shapes
@@ -90,6 +96,11 @@ class AudioProblem {
   void generate(const AudioRecipe& recipe, cudaStream_t stream);
   void poison_output(cudaStream_t stream);
   gk::Status run(gk_handle_t handle, cudaStream_t stream);
+  gk::Status run_fresh(const AudioRecipe& recipe, gk_handle_t handle, cudaStream_t stream) {
+    generate(recipe, stream);
+    poison_output(stream);
+    return run(handle, stream);
+  }
   void run_gpu_reference(cudaStream_t stream);
   void run_cpu_reference(cudaStream_t stream);
   // q, k, v judged against the fp64 reference.
