@@ -17,9 +17,7 @@ import pathlib
 
 import torch
 
-BF16 = torch.bfloat16
-LOWEST_BF16 = torch.finfo(torch.bfloat16).min
-
+from torch_reference import BF16, audio_qkv, causal_mask, gemma3_layer, padded_causal_mask
 
 class Fixture:
     def __init__(self, name, operator, source, config, atol, rtol):
@@ -45,58 +43,6 @@ class Fixture:
         (out / (self.name + ".bin")).write_bytes(bytes(self.blob))
         (out / (self.name + ".json")).write_text(json.dumps(self.header, indent=1) + "\n")
         print(f"wrote {self.name}: {len(self.blob)} bytes")
-
-
-def rotate_half(x):
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-
-
-def gemma3_layer(x, cos, sin, mask, wq, wk, wv, wo, qn, kn, cfg):
-    """The Gemma3 attention layer in bf16 torch ops; `mask` is an additive [B,1,S,S] tensor or None."""
-    b, s, _ = x.shape
-    d, hq, hkv = cfg["head_dim"], cfg["num_q_heads"], cfg["num_kv_heads"]
-
-    def heads(w, n):
-        return torch.matmul(x, w.t()).view(b, s, n, d).transpose(1, 2)
-
-    def rms_norm(t, w):
-        t32 = t.float()
-        normed = t32 * torch.rsqrt(t32.pow(2).mean(dim=-1, keepdim=True) + cfg["eps"])
-        return (normed * (cfg["norm_weight_offset"] + w.float())).to(BF16)
-
-    c, sn = cos.unsqueeze(1), sin.unsqueeze(1)
-    q = rms_norm(heads(wq, hq), qn)
-    k = rms_norm(heads(wk, hkv), kn)
-    v = heads(wv, hkv)
-    q = q * c + rotate_half(q) * sn
-    k = k * c + rotate_half(k) * sn
-    group = hq // hkv
-    k = k.repeat_interleave(group, dim=1)
-    v = v.repeat_interleave(group, dim=1)
-    scale = cfg["query_scale"] or d ** -0.5
-    scores = torch.matmul(q, k.transpose(-1, -2)) * scale
-    cap = cfg["softcap"]
-    if cap > 0:
-        scores = torch.tanh(scores / cap) * cap
-    if mask is not None:
-        scores = scores + mask
-    p = torch.softmax(scores.float(), dim=-1).to(BF16)
-    o = torch.matmul(p, v).transpose(1, 2).reshape(b, s, hq * d)
-    return torch.matmul(o, wo.t())
-
-
-def causal_mask(b, s, device):
-    m = torch.full((s, s), LOWEST_BF16, dtype=BF16, device=device).triu(1)
-    return m.expand(b, 1, s, s).contiguous()
-
-
-def padded_causal_mask(b, s, device):
-    """Causal, with the first 2 + 3*i keys of batch i masked: their early rows see nothing at all."""
-    m = causal_mask(b, s, device).clone()
-    for i in range(b):
-        m[i, :, :, : min(s - 1, 2 + 3 * i)] = LOWEST_BF16
-    return m
 
 
 def gemma3_inputs(cfg, gen, device, act_scale=1.0, norm_spread=0.0):
@@ -183,16 +129,12 @@ def audio_fixture(name, cfg, gen):
     x = torch.randn(b, s, h, generator=gen)
     ws = [torch.randn(n * d, h, generator=gen) * h ** -0.5 for _ in range(3)]
     qn, kn = 1 + 0.5 * torch.randn(d, generator=gen), 1 + 0.5 * torch.randn(d, generator=gen)
-    x64 = x.double()
-    q, k, v = (torch.matmul(x64, w.double().t()).view(b, s, n, d) for w in ws)
-
-    def norm(t, w):
-        return t / torch.sqrt(t.pow(2).mean(dim=-1, keepdim=True) + cfg["eps"]) * w.double()
+    q, k, v = audio_qkv(x.double(), *(w.double() for w in ws), qn.double(), kn.double(), cfg["eps"], n, d)
 
     f = Fixture(name, "audio_qkv", "pytorch re-statement (scripts/make_fixtures.py), float64 on cpu", cfg, 1e-9, 1e-9)
     for key, t in [("hidden_states", x), ("q_proj_weight", ws[0]), ("k_proj_weight", ws[1]), ("v_proj_weight", ws[2]),
-                   ("q_norm_weight", qn), ("k_norm_weight", kn), ("query_states", norm(q, qn)),
-                   ("key_states", norm(k, kn)), ("value_states", v)]:
+                   ("q_norm_weight", qn), ("k_norm_weight", kn), ("query_states", q),
+                   ("key_states", k), ("value_states", v)]:
         f.add(key, t)
     return f
 

@@ -55,6 +55,24 @@ TEST(Cli, UsageErrorsExitTwoWithAClearMessage) {
   EXPECT_EQ(r.status, 2);
 }
 
+TEST(Cli, BenchErrors) {
+  auto r = gk("bench --suite 999");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("unknown suite '999'"), std::string::npos) << r.output;
+  r = gk("bench --op gemma3 -b 2 -s 0");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("seq_len must be >= 1"), std::string::npos) << r.output;
+  r = gk("bench --suite 047 --workload 3,3");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("has no workload 3,3"), std::string::npos) << r.output;
+  r = gk("bench --timer stopwatch");
+  EXPECT_EQ(r.status, 2);
+  if (r.output.find("gk bench needs a CUDA GPU") == std::string::npos) return;  // a GPU is present
+  r = gk("bench --suite 054");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("gk bench needs a CUDA GPU"), std::string::npos) << r.output;
+}
+
 TEST(Cli, RunsASmallShapeWithOrWithoutAGpu) {
   // With a GPU: fast path against the GPU reference. Without: the CPU reference on the same generated inputs.
   const auto r = gk("run --op gemma3 -b 2 -s 19 --hidden 256 --q-heads 4 --kv-heads 2 --seed 7");

@@ -1,11 +1,11 @@
 // gk info: the device this process sees and the supported configuration matrix.
-#include <cuda_runtime_api.h>
-
 #include <cstdio>
 #include <string>
 
 #include "commands.hpp"
 #include "device_buffer.hpp"
+#include "device_info.hpp"
+#include "metrics.hpp"
 #include "gk/gk.h"
 
 namespace gk_cli {
@@ -18,25 +18,17 @@ int info() {
   if (!gk_testkit::cuda_device_available(&why)) {
     std::printf("device: %s\n", why.c_str());
   } else {
-    int dev = 0, driver = 0, runtime = 0, clock_khz = 0, mem_clock_khz = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceProp p{};
-    GK_TK_CUDA(cudaGetDeviceProperties(&p, dev));
-    cudaDriverGetVersion(&driver);
-    cudaRuntimeGetVersion(&runtime);
-    cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev);
-    cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, dev);
-    std::printf("device %d: %s, compute capability %d.%d, %d SMs\n", dev, p.name, p.major, p.minor,
-                p.multiProcessorCount);
-    std::printf("  memory %.1f GiB, L2 %.1f MiB, shared memory per SM %zu KiB (per block opt-in %zu KiB)\n",
-                p.totalGlobalMem / 1073741824.0, p.l2CacheSize / 1048576.0, p.sharedMemPerMultiprocessor / 1024,
-                p.sharedMemPerBlockOptin / 1024);
-    std::printf("  max SM clock %d MHz, memory clock %d MHz\n", clock_khz / 1000, mem_clock_khz / 1000);
-    std::printf("  driver %d.%d, runtime %d.%d\n", driver / 1000, (driver % 1000) / 10, runtime / 1000,
-                (runtime % 1000) / 10);
-    if (p.major != 9 || p.minor != 0) {
-      std::printf("  note: this build targets sm_90a (Hopper); kernels will not load on this device\n");
+    const auto d = gk_testkit::query_device();
+    std::printf("device: %s, compute capability %d.%d, %d SMs\n", d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count);
+    std::printf("  memory %.1f GiB, L2 %.1f MiB, max SM clock %d MHz, memory clock %d MHz\n", d.memory_gib, d.l2_mib,
+                d.sm_clock_max_mhz, d.mem_clock_mhz);
+    std::printf("  driver %s, runtime %s\n", d.driver.c_str(), d.runtime.c_str());
+    if (d.cc_major != 9 || d.cc_minor != 0) {
+      std::printf("  note: this build targets sm_90a (Hopper); its kernels will not load on this device\n");
     }
+    const auto peaks = gk_testkit::peaks_for_device(d.name);
+    std::printf("  speed of light (%s): %.0f TFLOP/s bf16, %.0f TFLOP/s tf32, %.0f GB/s\n", peaks.source.c_str(),
+                peaks.bf16_tflops, peaks.tf32_tflops, peaks.gbps);
   }
   std::printf(
       "\nsupported matrix\n"

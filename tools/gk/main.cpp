@@ -9,6 +9,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   gk_cli::RunOptions run_opts;
   gk_cli::add_run(app, run_opts);
+  gk_cli::BenchOptions bench_opts;
+  gk_cli::add_bench(app, bench_opts);
   gk_cli::add_info(app);
   try {
     app.parse(argc, argv);
@@ -17,6 +19,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("run")) return gk_cli::run(run_opts);
+    if (app.got_subcommand("bench")) return gk_cli::bench(bench_opts);
     if (app.got_subcommand("info")) return gk_cli::info();
   } catch (const gk_cli::UsageError& e) {
     std::fprintf(stderr, "gk: error: %s\n", e.what());

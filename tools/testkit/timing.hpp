@@ -1,5 +1,8 @@
-// A simple cold-L2 timing loop with CUDA events: before every iteration a buffer of twice the L2 size is
-// zeroed, then the call is timed on its own. Medians over the timed iterations.
+// Timing loops for one operator call, following SOL-ExecBench's protocol: before every iteration a buffer of
+// twice the L2 size is zeroed; the call may rotate among input sets (the iteration index is passed in);
+// warm-up iterations are discarded; medians over the timed ones. Two timers, usable together on the same
+// iterations: CUDA events around the call, and CUPTI activity spans (first GPU activity the call launched to the
+// end of its last one, so host launch overhead before the first kernel does not count, gaps between kernels do).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -8,12 +11,28 @@
 
 namespace gk_testkit {
 
-struct TimingResult {
+struct TimingStats {
+  bool valid = false;
   double median_us = 0, min_us = 0, max_us = 0;
-  int iterations = 0;
 };
 
-// `call` enqueues one operator call on the stream.
+struct TimingResult {
+  int iterations = 0;
+  TimingStats events, cupti;
+};
+
+struct TimingOptions {
+  int warmup = 10;
+  int iterations = 50;
+  bool events = true;
+  bool cupti = false;
+};
+
+// `call` enqueues one operator call on the stream; its int argument is the iteration index.
+TimingResult time_call(const std::function<void(cudaStream_t, int)>& call, cudaStream_t stream,
+                       const TimingOptions& options);
+
+// The simple loop used by `gk run --time`: events only, one input set.
 TimingResult time_cold_l2(const std::function<void(cudaStream_t)>& call, cudaStream_t stream, int warmup = 10,
                           int iterations = 50);
 

@@ -1,0 +1,152 @@
+#include "cases.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+#include "commands.hpp"
+#include "gk/gk.hpp"
+#include "suites.hpp"
+
+namespace gk_cli {
+
+namespace {
+
+using gk_testkit::Suite;
+using gk_testkit::Workload;
+
+const Workload* find_workload(const Suite& s, int64_t batch, int64_t seq_len) {
+  for (const auto& w : s.workloads)
+    if (w.batch == batch && w.seq_len == seq_len) return &w;
+  return nullptr;
+}
+
+double loosest(const Suite& s, bool atol) {
+  double v = 0;
+  for (const auto& w : s.workloads) v = std::max(v, atol ? w.atol : w.rtol);
+  return v;
+}
+
+Case suite_case(const Suite& s, const Workload& w, const ShapeOptions& o) {
+  Case c;
+  c.suite_id = s.id;
+  c.suite_title = s.title;
+  c.gemma3 = s.op == "gemma3_attention";
+  if (c.gemma3) c.g = gk_testkit::gemma3_config(s, w);
+  else c.a = gk_testkit::audio_config(s, w, parse_precision(o.precision));
+  c.atol = o.atol >= 0 ? o.atol : w.atol;
+  c.rtol = o.rtol >= 0 ? o.rtol : w.rtol;
+  c.required = s.required_matched_ratio;
+  c.batch = w.batch;
+  c.seq_len = w.seq_len;
+  return c;
+}
+
+Case custom_case(const ShapeOptions& o) {
+  Case c;
+  c.suite_id = "custom";
+  c.batch = o.batch;
+  c.seq_len = o.seq_len;
+  const Suite& s = gk_testkit::builtin_suite(o.op == "gemma3" ? "047" : "054");
+  c.suite_title = "custom shape with the constants of suite " + s.id;
+  const Workload shape{o.batch, o.seq_len, 0, 0, 0};
+  if (o.op == "gemma3") {
+    c.g = gk_testkit::gemma3_config(s, shape);
+    if (o.hidden > 0) c.g.hidden = o.hidden;
+    if (o.q_heads > 0) c.g.num_q_heads = o.q_heads;
+    if (o.kv_heads > 0) c.g.num_kv_heads = o.kv_heads;
+    c.g.head_dim = o.head_dim;
+    if (o.softcap >= 0) c.g.softcap = float(o.softcap);
+    if (o.eps >= 0) c.g.rms_norm_eps = float(o.eps);
+    if (o.norm_offset >= 0) c.g.norm_weight_offset = float(o.norm_offset);
+    c.g.query_scale = float(o.query_scale);
+    c.g.mask_mode = o.mask == "additive" ? GK_MASK_ADDITIVE : o.mask == "none" ? GK_MASK_NONE : GK_MASK_CAUSAL;
+  } else {
+    c.gemma3 = false;
+    c.a = gk_testkit::audio_config(s, shape, parse_precision(o.precision));
+    if (o.hidden > 0) c.a.hidden = o.hidden;
+    if (o.heads > 0) c.a.num_heads = o.heads;
+    c.a.head_dim = o.head_dim;
+    if (o.eps >= 0) c.a.eps = float(o.eps);
+  }
+  const Workload* w = find_workload(s, o.batch, o.seq_len);
+  c.atol = o.atol >= 0 ? o.atol : (w ? w->atol : loosest(s, true));
+  c.rtol = o.rtol >= 0 ? o.rtol : (w ? w->rtol : loosest(s, false));
+  c.required = s.required_matched_ratio;
+  return c;
+}
+
+std::vector<Case> build(const ShapeOptions& o) {
+  if (o.suite.empty()) return {custom_case(o)};
+  std::vector<const Suite*> suites;
+  if (o.suite == "all") {
+    for (const auto& s : gk_testkit::builtin_suites()) suites.push_back(&s);
+  } else {
+    suites.push_back(&gk_testkit::builtin_suite(o.suite));
+  }
+  int64_t wb = 0, ws = 0;
+  if (!o.workload.empty()) {
+    if (o.suite == "all") throw UsageError("--workload selects a workload of one --suite");
+    if (std::sscanf(o.workload.c_str(), "%ld,%ld", &wb, &ws) != 2) {
+      throw UsageError("--workload must be B,S (got '" + o.workload + "')");
+    }
+  }
+  std::vector<Case> cases;
+  for (const Suite* s : suites) {
+    for (const auto& w : s->workloads) {
+      if (!o.workload.empty() && (w.batch != wb || w.seq_len != ws)) continue;
+      cases.push_back(suite_case(*s, w, o));
+    }
+  }
+  if (cases.empty()) throw UsageError("suite " + o.suite + " has no workload " + o.workload);
+  return cases;
+}
+
+}  // namespace
+
+gk_precision parse_precision(const std::string& p) {
+  if (p == "tf32") return GK_PRECISION_TF32;
+  if (p == "exact") return GK_PRECISION_EXACT;
+  throw UsageError("--precision must be tf32 or exact (got '" + p + "')");
+}
+
+void add_shape_options(CLI::App* cmd, ShapeOptions& o) {
+  cmd->add_option("--op", o.op, "Operator of a custom shape: gemma3 | audio")->check(CLI::IsMember({"gemma3", "audio"}));
+  cmd->add_option("-b,--batch", o.batch, "Batch size (custom shape)");
+  cmd->add_option("-s,--seq-len", o.seq_len, "Sequence length (custom shape)");
+  cmd->add_option("--hidden", o.hidden, "Hidden size (default: the suite's)");
+  cmd->add_option("--q-heads", o.q_heads, "gemma3: query heads (default 24)");
+  cmd->add_option("--kv-heads", o.kv_heads, "gemma3: key/value heads (default 8)");
+  cmd->add_option("--heads", o.heads, "audio: heads (default 8)");
+  cmd->add_option("--head-dim", o.head_dim, "Head dimension");
+  cmd->add_option("--softcap", o.softcap, "gemma3: logit softcap, 0 = off (default 50)");
+  cmd->add_option("--eps", o.eps, "RMSNorm epsilon (default 1e-6)");
+  cmd->add_option("--norm-offset", o.norm_offset, "gemma3: RMSNorm weight offset (default 1)");
+  cmd->add_option("--query-scale", o.query_scale, "gemma3: score scale, 0 = head_dim^-0.5");
+  cmd->add_option("--mask", o.mask, "gemma3: causal | additive | none")
+      ->check(CLI::IsMember({"causal", "additive", "none"}));
+  cmd->add_option("--precision", o.precision, "audio: tf32 | exact")->check(CLI::IsMember({"tf32", "exact"}));
+  cmd->add_option("--workload", o.workload, "One workload of --suite, as B,S");
+  cmd->add_option("--atol", o.atol, "Absolute tolerance (default: the suite workload's)");
+  cmd->add_option("--rtol", o.rtol, "Relative tolerance (default: the suite workload's)");
+}
+
+std::vector<Case> build_cases(const ShapeOptions& o) {
+  std::vector<Case> cases;
+  try {
+    cases = build(o);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const std::runtime_error& e) {  // an unknown suite id
+    throw UsageError(e.what());
+  }
+  for (const auto& c : cases) {
+    size_t bytes = 0;
+    const gk::Status s = c.gemma3 ? gk::gemma3_attention_workspace_size(c.g, &bytes)
+                                  : gk::audio_qkv_workspace_size(c.a, &bytes);
+    if (!s.ok()) throw UsageError(s.message());
+  }
+  return cases;
+}
+
+}  // namespace gk_cli

@@ -1,0 +1,46 @@
+// What `gk run` and `gk bench` operate on: suites, single workloads or a custom shape, turned into cases
+// (an operator configuration with its tolerance).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gk/gk.h"
+#include "problems.hpp"
+
+namespace gk_cli {
+
+struct ShapeOptions {
+  std::string op = "gemma3";  // gemma3 | audio
+  std::string suite;          // a built-in suite id, or "all"
+  std::string workload;       // "B,S": one workload of --suite
+  int64_t batch = 1, seq_len = 128;
+  int64_t hidden = -1, q_heads = -1, kv_heads = -1, heads = -1, head_dim = 128;  // -1: the suite's constant
+  double softcap = -1, eps = -1, norm_offset = -1, query_scale = 0;
+  std::string mask = "causal";
+  std::string precision = "tf32";
+  double atol = -1, rtol = -1;  // -1: the suite workload's tolerance (or the suite's loosest)
+};
+
+void add_shape_options(CLI::App* cmd, ShapeOptions& o);
+
+struct Case {
+  std::string suite_id, suite_title;  // "custom" for a custom shape
+  bool gemma3 = true;
+  gk_gemma3_attention_config g{};
+  gk_audio_qkv_config a{};
+  double atol = 0, rtol = 0, required = 0.99;
+  int64_t batch = 0, seq_len = 0;
+  std::string label() const { return "B=" + std::to_string(batch) + " S=" + std::to_string(seq_len); }
+};
+
+// A suite (or all of them), one workload of a suite, or the custom shape when no suite is named. Every case is
+// validated with the library's own checks; problems are reported as UsageError.
+std::vector<Case> build_cases(const ShapeOptions& o);
+
+gk_precision parse_precision(const std::string& p);
+
+}  // namespace gk_cli

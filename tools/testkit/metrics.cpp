@@ -1,0 +1,58 @@
+#include "metrics.hpp"
+
+namespace gk_testkit {
+
+Cost gemma3_cost(const gk_gemma3_attention_config& c) {
+  const double B = double(c.batch), S = double(c.seq_len), H = double(c.hidden), D = double(c.head_dim);
+  const double Hq = double(c.num_q_heads), Hkv = double(c.num_kv_heads), M = B * S;
+  const double proj = 2 * M * H * (Hq + 2 * Hkv) * D + 2 * M * Hq * D * H;
+  Cost k;
+  const bool causal = c.mask_mode == GK_MASK_CAUSAL;
+  k.flops = proj + (causal ? 2 * B * Hq * S * (S + 1) * D : 4 * B * Hq * S * S * D);
+  k.flops_full = proj + 4 * B * Hq * S * S * D;
+  const double bf16 = 2;
+  const double inputs = M * H + 2 * M * D + (Hq + 2 * Hkv) * D * H + H * Hq * D + 2 * D;
+  const double mask = B * S * S;
+  k.bytes = bf16 * (inputs + (c.mask_mode == GK_MASK_ADDITIVE ? mask : 0) + M * H);
+  k.bytes_full = bf16 * (inputs + mask + M * H);
+  return k;
+}
+
+Cost audio_cost(const gk_audio_qkv_config& c) {
+  const double M = double(c.batch) * double(c.seq_len), H = double(c.hidden);
+  const double N = double(c.num_heads) * double(c.head_dim);
+  Cost k;
+  k.tf32 = true;
+  k.flops = k.flops_full = 2 * M * H * 3 * N;
+  k.bytes = k.bytes_full = 4 * (M * H + 3 * N * H + 2 * double(c.head_dim) + 3 * M * N);
+  return k;
+}
+
+Peaks peaks_for_device(const std::string& name) {
+  // Dense (no sparsity) tensor-core rates and HBM bandwidth from NVIDIA's datasheets.
+  struct Row {
+    const char* match;
+    const char* source;
+    double bf16, tf32, gbps;
+  };
+  static const Row rows[] = {
+      {"H200", "datasheet: NVIDIA H200 SXM", 989, 494, 4800},
+      {"H100 PCIe", "datasheet: NVIDIA H100 PCIe", 756, 378, 2000},
+      {"H100 NVL", "datasheet: NVIDIA H100 NVL", 835, 418, 3900},
+      {"H100", "datasheet: NVIDIA H100 SXM", 989, 494, 3350},
+  };
+  for (const auto& r : rows) {
+    if (name.find(r.match) != std::string::npos) return {r.source, r.bf16, r.tf32, r.gbps};
+  }
+  return {"datasheet: NVIDIA H200 SXM (device '" + name + "' not in the table)", 989, 494, 4800};
+}
+
+Floor floor_of(const Cost& cost, const Peaks& p, bool full) {
+  const double rate = (cost.tf32 ? p.tf32_tflops : p.bf16_tflops) * 1e12;
+  Floor f;
+  f.compute_us = (full ? cost.flops_full : cost.flops) / rate * 1e6;
+  f.memory_us = (full ? cost.bytes_full : cost.bytes) / (p.gbps * 1e9) * 1e6;
+  return f;
+}
+
+}  // namespace gk_testkit
