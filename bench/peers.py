@@ -26,6 +26,7 @@ import sys
 import time
 
 import torch
+import torch._dynamo
 import torch.nn.functional as F
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -319,7 +320,6 @@ def main():
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
-    import torch._dynamo
     for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit"):
         if hasattr(torch._dynamo.config, knob):
             setattr(torch._dynamo.config, knob, 256)

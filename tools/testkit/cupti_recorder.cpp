@@ -12,12 +12,8 @@ namespace gk_testkit {
 namespace {
 
 constexpr size_t kBufferBytes = size_t(8) << 20;
-// API records (runtime and driver) are needed too: CUPTI emits an external-correlation record ahead of each API
-// record made inside a push/pop region, and GPU activities carry the correlation id of the API call that
-// launched them (runtime for our kernels, possibly driver for library kernels).
 constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                         CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-                                         CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
+                                         CUPTI_ACTIVITY_KIND_MEMSET};
 
 void check(CUptiResult r, const char* what) {
   if (r == CUPTI_SUCCESS) return;
@@ -40,22 +36,17 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
       case CUPTI_ACTIVITY_KIND_KERNEL: {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(r);
-        rec.add_activity(k->correlationId, k->start, k->end);
+        rec.add({k->start, k->end, k->name ? k->name : ""});
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(r);
-        rec.add_activity(m->correlationId, m->start, m->end);
+        rec.add({m->start, m->end, "memcpy"});
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(r);
-        rec.add_activity(m->correlationId, m->start, m->end);
-        break;
-      }
-      case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-        const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(r);
-        rec.add_correlation(e->correlationId, e->externalId);
+        rec.add({m->start, m->end, "memset"});
         break;
       }
       default:
@@ -76,7 +67,6 @@ void CuptiRecorder::begin() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     activities_.clear();
-    correlation_to_id_.clear();
   }
   if (!callbacks_registered_) {
     check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks");
@@ -85,44 +75,22 @@ void CuptiRecorder::begin() {
   for (auto k : kKinds) check(cuptiActivityEnable(k), "cuptiActivityEnable");
 }
 
-void CuptiRecorder::push(uint64_t id) {
-  check(cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id),
-        "cuptiActivityPushExternalCorrelationId");
-}
-
-void CuptiRecorder::pop() {
-  uint64_t id = 0;
-  check(cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id),
-        "cuptiActivityPopExternalCorrelationId");
-}
-
-std::map<uint64_t, double> CuptiRecorder::end() {
+std::vector<GpuActivity> CuptiRecorder::end() {
   check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
   for (auto k : kKinds) check(cuptiActivityDisable(k), "cuptiActivityDisable");
   std::lock_guard<std::mutex> lock(mu_);
-  std::map<uint64_t, Interval> per_id;
-  for (const auto& [corr, iv] : activities_) {
-    auto it = correlation_to_id_.find(corr);
-    if (it == correlation_to_id_.end()) continue;  // launched outside any push/pop (the L2 scrub)
-    auto [slot, fresh] = per_id.try_emplace(it->second, iv);
-    if (!fresh) {
-      slot->second.start = std::min(slot->second.start, iv.start);
-      slot->second.end = std::max(slot->second.end, iv.end);
-    }
-  }
-  std::map<uint64_t, double> spans;
-  for (const auto& [id, iv] : per_id) spans[id] = double(iv.end - iv.start);
-  return spans;
+  return std::move(activities_);
 }
 
-void CuptiRecorder::add_activity(uint32_t correlation, uint64_t start, uint64_t end) {
-  std::lock_guard<std::mutex> lock(mu_);
-  activities_.push_back({correlation, {start, end}});
+uint64_t CuptiRecorder::timestamp_ns() {
+  uint64_t t = 0;
+  check(cuptiGetTimestamp(&t), "cuptiGetTimestamp");
+  return t;
 }
 
-void CuptiRecorder::add_correlation(uint32_t correlation, uint64_t id) {
+void CuptiRecorder::add(GpuActivity a) {
   std::lock_guard<std::mutex> lock(mu_);
-  correlation_to_id_[correlation] = id;
+  activities_.push_back(std::move(a));
 }
 
 }  // namespace gk_testkit

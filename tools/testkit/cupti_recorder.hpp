@@ -1,38 +1,35 @@
-// GPU activity spans from CUPTI activity records: every kernel, memcpy and memset the timed call launches is
-// attributed to its iteration through an external correlation id pushed around the call, so nothing else (the
-// L2 scrub between iterations) can leak into a span. One recorder per process (CUPTI's activity API is global).
+// GPU activity records from CUPTI (kernels, memcpys, memsets), with their names and timestamps. Only GPU
+// activity kinds are enabled: API-call records would add host overhead to every launch and so widen the gaps
+// between the kernels of the call being timed. One recorder per process (CUPTI's activity API is global).
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace gk_testkit {
+
+struct GpuActivity {
+  uint64_t start_ns, end_ns;
+  std::string name;  // kernel name; "memcpy" / "memset" otherwise
+};
 
 class CuptiRecorder {
  public:
   static CuptiRecorder& instance();
 
-  void begin();                // enables the activity kinds; throws std::runtime_error on a CUPTI error
-  void push(uint64_t id);      // activities launched until pop() belong to `id`
-  void pop();
-  // Flushes, disables, and returns span (end of last - start of first, ns) per id, in id order.
-  std::map<uint64_t, double> end();
+  void begin();                     // enables the activity kinds; throws std::runtime_error on a CUPTI error
+  std::vector<GpuActivity> end();   // flushes, disables, returns everything recorded since begin()
+  static uint64_t timestamp_ns();   // CUPTI's clock, the one activity records use
 
-  // Called from CUPTI's buffer callbacks.
-  void add_activity(uint32_t correlation, uint64_t start, uint64_t end);
-  void add_correlation(uint32_t correlation, uint64_t id);
+  void add(GpuActivity a);  // from CUPTI's buffer callback
 
  private:
   CuptiRecorder() = default;
-  struct Interval {
-    uint64_t start, end;
-  };
   std::mutex mu_;
   bool callbacks_registered_ = false;
-  std::vector<std::pair<uint32_t, Interval>> activities_;
-  std::map<uint32_t, uint64_t> correlation_to_id_;
+  std::vector<GpuActivity> activities_;
 };
 
 }  // namespace gk_testkit

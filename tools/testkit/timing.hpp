@@ -3,6 +3,8 @@
 // warm-up iterations are discarded; medians over the timed ones. Two timers, usable together on the same
 // iterations: CUDA events around the call, and CUPTI activity spans (first GPU activity the call launched to the
 // end of its last one, so host launch overhead before the first kernel does not count, gaps between kernels do).
+// The scrub is a kernel of its own, launched ahead of the call without a host sync in between, so the call's
+// launches queue up behind it as they would in a serving loop.
 #pragma once
 
 #include <cuda_runtime_api.h>
