@@ -168,11 +168,12 @@ def gemma3_peers(cfg, names):
 
 # ---- 054 -------------------------------------------------------------------------------------------------------
 def set_tf32(enabled):
-    torch.backends.cuda.matmul.allow_tf32 = enabled
-    try:
-        torch.backends.cuda.matmul.fp32_precision = "tf32" if enabled else "ieee"
-    except (AttributeError, RuntimeError):
-        pass
+    # One API only: newer torch refuses to mix fp32_precision with the legacy allow_tf32 flag.
+    matmul = torch.backends.cuda.matmul
+    if hasattr(matmul, "fp32_precision"):
+        matmul.fp32_precision = "tf32" if enabled else "ieee"
+    else:
+        matmul.allow_tf32 = enabled
 
 
 def audio_inputs(cfg, b, s, gen):
@@ -313,7 +314,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ours", help="gk bench --json output to merge")
     ap.add_argument("--out", default="bench/results")
-    ap.add_argument("--suites", default="047,054")
+    ap.add_argument("--suites", default="054,047")
     ap.add_argument("--sets", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1234)
     args = ap.parse_args()

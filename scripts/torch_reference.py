@@ -34,7 +34,7 @@ def gemma3_layer(x, cos, sin, mask, wq, wk, wv, wo, qn, kn, cfg):
     group = hq // hkv
     k = k.repeat_interleave(group, dim=1)
     v = v.repeat_interleave(group, dim=1)
-    scale = cfg["query_scale"] or d ** -0.5
+    scale = cfg.get("query_scale") or d ** -0.5
     scores = torch.matmul(q, k.transpose(-1, -2)) * scale
     cap = cfg["softcap"]
     if cap > 0:
