@@ -30,8 +30,9 @@ step() {  # step NAME COMMAND...
   local name=$1; shift
   local t0=$SECONDS
   echo "=== $name: $*" | tee -a "$LOG"
-  "$@" >> "$LOG" 2>&1
+  timeout "${STEP_TIMEOUT:-300}" "$@" >> "$LOG" 2>&1
   local rc=$?
+  [ $rc -eq 124 ] && echo "    (timed out after ${STEP_TIMEOUT:-300} s)" | tee -a "$LOG"
   SUMMARY+=("$(printf '%-34s %s (%ds)' "$name" "$([ $rc -eq 0 ] && echo PASS || echo "FAIL rc=$rc")" $((SECONDS - t0)))")
   return $rc
 }
@@ -50,14 +51,25 @@ step "host tests" "$BUILD/bin/gk_host_tests" --gtest_brief=1
 FILTER='*'
 [ $QUICK -eq 1 ] && FILTER='*Small*:*W047*B1_S128*:*W054*B1_S128*'
 step "gpu tests" "$BUILD/bin/gk_gpu_tests" --gtest_filter="$FILTER" --gtest_output=xml:"$OUT/gpu-tests.xml"
+# The attention kernel is chosen by sequence length; run the layer's tests once more with each kernel pinned so
+# both see every shape, mask and variant.
+for k in wgmma mma; do
+  step "gemma3 tests, attention=$k" env GK_ATTENTION_KERNEL=$k "$BUILD/bin/gk_gpu_tests" \
+    --gtest_filter='*Gemma3*:*W047*:GpuTest.*' --gtest_brief=1
+done
 
 if command -v compute-sanitizer > /dev/null; then
   step "memcheck (small tests)" compute-sanitizer --tool memcheck --error-exitcode 1 \
     "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Small*' --gtest_brief=1
-  step "racecheck (attention, small)" compute-sanitizer --tool racecheck --error-exitcode 1 \
-    "$BUILD/bin/gk_gpu_tests" --gtest_filter='Small/Gemma3Small.*causal_softcap:Small/Gemma3Small.*s130*' --gtest_brief=1
-  step "synccheck (attention, small)" compute-sanitizer --tool synccheck --error-exitcode 1 \
-    "$BUILD/bin/gk_gpu_tests" --gtest_filter='Small/Gemma3Small.*s130*' --gtest_brief=1
+  step "memcheck (small, attention=wgmma)" env GK_ATTENTION_KERNEL=wgmma compute-sanitizer --tool memcheck \
+    --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" --gtest_filter='Small/Gemma3Small.*' --gtest_brief=1
+  step "racecheck (attention=mma, small)" env GK_ATTENTION_KERNEL=mma compute-sanitizer --tool racecheck \
+    --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" \
+    --gtest_filter='Small/Gemma3Small.*causal_softcap:Small/Gemma3Small.*s130*' --gtest_brief=1
+  for k in mma wgmma; do
+    step "synccheck (attention=$k, small)" env GK_ATTENTION_KERNEL=$k compute-sanitizer --tool synccheck \
+      --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" --gtest_filter='Small/Gemma3Small.*s130*' --gtest_brief=1
+  done
 else
   SUMMARY+=("compute-sanitizer                  not found: SKIPPED")
 fi
@@ -72,13 +84,12 @@ if [ $FIXTURES -eq 1 ]; then
 fi
 
 if [ $TIMING -eq 1 ]; then
-  step "suite 047 check+time" "$BUILD/bin/gk" run --suite 047 --time
-  step "suite 054 tf32 check+time" "$BUILD/bin/gk" run --suite 054 --precision tf32 --time
-  step "suite 054 exact check+time" "$BUILD/bin/gk" run --suite 054 --precision exact --time
+  step "gk bench (both suites)" "$BUILD/bin/gk" bench --timer both --json "$OUT/gk-bench.json"
+  step "gk bench 054 exact" "$BUILD/bin/gk" bench --suite 054 --precision exact
 fi
 
 if [ $PROFILE -eq 1 ] && command -v ncu > /dev/null; then
-  step "ncu attention (1, 8192)" ncu --clock-control none -k regex:attention_fwd --launch-count 1 \
+  step "ncu attention (1, 8192)" ncu --clock-control none -k regex:attention_ --launch-count 1 \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
     "$BUILD/bin/gk" run -b 1 -s 8192 --seed 1
 fi
@@ -88,7 +99,7 @@ grep -h "^\[ result" "$LOG" > "$OUT/results.txt"
 echo "----- failing checks (all result lines: results.txt) -----"
 grep -hE "FAIL|ERROR|Failure" "$LOG" | head -40
 echo "----- suites -----"
-sed -n '/^== summary/,/^\(ALL PASS\|SOME CHECKS FAILED\)/p' "$LOG"
+grep -E "^(suite |B=)" "$LOG" | cut -c1-150
 echo "----- summary -----"
 printf '%s\n' "${SUMMARY[@]}"
 grep -q "FAIL" <(printf '%s\n' "${SUMMARY[@]}") && exit 1

@@ -181,20 +181,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
     }
   }
 
-  float inv_l[2];
-  softmax.finalize(inv_l);
-  bf16* o = p.o + b * p.o_batch_stride + h * p.o_head_stride + 2 * (lane & 3);
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int row = row0 + half * 8;
-    if (row >= seq_len) continue;
-    bf16* o_row = o + row * p.o_token_stride;
-#pragma unroll
-    for (int dt = 0; dt < kDTiles; ++dt) {
-      *reinterpret_cast<uint32_t*>(o_row + dt * 8) =
-          device::pack_bf16x2(acc_o[dt][2 * half] * inv_l[half], acc_o[dt][2 * half + 1] * inv_l[half]);
-    }
-  }
+  store_output(acc_o, softmax, p, b, h, row0, lane);
 }
 
 }  // namespace gk::gemma3

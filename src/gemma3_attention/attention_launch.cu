@@ -1,53 +1,156 @@
-// Variant selection and launch of the attention kernel. The supported matrix is instantiated explicitly here:
-// head_dim 128 x {softcap on, off} x {causal, additive, none}.
+// Variant selection and launch of the attention kernels. The supported matrix is instantiated explicitly here:
+// head_dim 128 x {softcap on, off} x {causal, additive, none}, for the sm_80-class kernel and the Hopper kernel.
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
 #include "common/cuda_check.hpp"
 #include "gemma3_attention/attention_kernel.cuh"
+#include "gemma3_attention/attention_sm90.cuh"
 #include "gemma3_attention/kernels.hpp"
 
 namespace gk::gemma3 {
 
 namespace {
 
+constexpr const char* kOp = "gemma3_attention";
 using Traits128 = AttentionTraits</*kBlockM=*/64, /*kBlockN=*/64, /*kHeadDim=*/128, /*kWarps=*/4>;
 
+// Sequences at least this long go to the Hopper kernel; shorter ones keep the 64-row kernel, whose grid has
+// twice the CTAs.
+constexpr int kSm90MinSeqLen = 512;
+
+enum class Choice { kAuto, kMma, kWgmma };
+
+// GK_ATTENTION_KERNEL=mma|wgmma overrides the choice (tests and benchmarks use it to pin one kernel).
+Choice forced_choice() {
+  static const Choice c = [] {
+    const char* v = std::getenv("GK_ATTENTION_KERNEL");
+    if (v == nullptr) return Choice::kAuto;
+    if (std::strcmp(v, "mma") == 0) return Choice::kMma;
+    if (std::strcmp(v, "wgmma") == 0) return Choice::kWgmma;
+    return Choice::kAuto;
+  }();
+  return c;
+}
+
+Status check_grid(int64_t blocks, int block_m) {
+  if (blocks > INT32_MAX) {
+    return detail::error(GK_STATUS_INVALID_ARGUMENT, "%s: batch*num_q_heads*ceil(seq_len/%d) = %lld exceeds 2^31-1",
+                         kOp, block_m, static_cast<long long>(blocks));
+  }
+  return Status::Ok();
+}
+
 template <class Tr, bool kSoftcap, MaskMode kMask>
-Status launch_variant(AttentionParams p, cudaStream_t stream) {
-  constexpr const char* kOp = "gemma3_attention";
+Status launch_mma(AttentionParams p, cudaStream_t stream) {
   auto kernel = attention_fwd_kernel<Tr, kSoftcap, kMask>;
   GK_RETURN_IF_ERROR(detail::cuda_status(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Tr::kSmemBytes)),
       kOp, "cudaFuncSetAttribute(attention)"));
   p.num_m_blocks = (p.seq_len + Tr::kBlockM - 1) / Tr::kBlockM;
   const int64_t blocks = int64_t(p.num_m_blocks) * p.batch * p.num_q_heads;
-  if (blocks > INT32_MAX) {
-    return detail::error(GK_STATUS_INVALID_ARGUMENT, "%s: batch*num_q_heads*ceil(seq_len/%d) = %lld exceeds 2^31-1",
-                         kOp, Tr::kBlockM, static_cast<long long>(blocks));
-  }
+  GK_RETURN_IF_ERROR(check_grid(blocks, Tr::kBlockM));
   kernel<<<static_cast<unsigned>(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(p);
   return detail::check_launch(kOp, "attention kernel launch");
 }
 
-template <class Tr, bool kSoftcap>
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      f = nullptr;
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+// The packed q|k|v buffer as a 3-D tensor [B][S][width] (bf16) in 64-column x 128-row boxes with the 128-byte
+// swizzle; rows past S of a batch read as zeros.
+Status encode_qkv_map(const AttentionParams& p, CUtensorMap* map) {
+  const auto encode = tensor_map_encoder();
+  if (encode == nullptr) {
+    return detail::error(GK_STATUS_CUDA_ERROR, "%s: cuTensorMapEncodeTiled is not available from the driver", kOp);
+  }
+  const cuuint64_t dims[3] = {cuuint64_t(p.q_token_stride), cuuint64_t(p.seq_len), cuuint64_t(p.batch)};
+  const cuuint64_t strides[2] = {cuuint64_t(p.q_token_stride) * 2, cuuint64_t(p.q_batch_stride) * 2};
+  const cuuint32_t box[3] = {Sm90Traits::kBoxCols, Sm90Traits::kBoxRows, 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<__nv_bfloat16*>(p.q), dims, strides,
+                            box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    return detail::error(GK_STATUS_CUDA_ERROR, "%s: cuTensorMapEncodeTiled failed (CUresult %d)", kOp, int(r));
+  }
+  return Status::Ok();
+}
+
+// The Hopper kernel reads q, k and v through one tensor map: they must be column ranges of one packed buffer.
+bool sm90_layout(const AttentionParams& p, Sm90Columns* cols) {
+  const int64_t k_col = p.k - p.q, v_col = p.v - p.q, width = p.q_token_stride;
+  const bool packed = p.k_token_stride == width && p.v_token_stride == width && p.q_head_stride == 128 &&
+                      p.k_head_stride == 128 && p.v_head_stride == 128 && p.q_batch_stride == p.seq_len * width &&
+                      p.k_batch_stride == p.q_batch_stride && p.v_batch_stride == p.q_batch_stride && k_col > 0 &&
+                      v_col > 0 && v_col + 128 <= width && width % 8 == 0 &&
+                      reinterpret_cast<uintptr_t>(p.q) % 16 == 0;
+  cols->k_col = static_cast<int>(k_col);
+  cols->v_col = static_cast<int>(v_col);
+  return packed;
+}
+
+template <bool kSoftcap, MaskMode kMask>
+Status launch_wgmma(AttentionParams p, const Sm90Columns& cols, cudaStream_t stream) {
+  using Tr = Sm90Traits;
+  CUtensorMap map;
+  GK_RETURN_IF_ERROR(encode_qkv_map(p, &map));
+  auto kernel = attention_sm90_kernel<kSoftcap, kMask>;
+  GK_RETURN_IF_ERROR(detail::cuda_status(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Tr::kSmemBytes)),
+      kOp, "cudaFuncSetAttribute(attention sm90)"));
+  p.num_m_blocks = (p.seq_len + Tr::kBlockM - 1) / Tr::kBlockM;
+  const int64_t blocks = int64_t(p.num_m_blocks) * p.batch * p.num_q_heads;
+  GK_RETURN_IF_ERROR(check_grid(blocks, Tr::kBlockM));
+  kernel<<<static_cast<unsigned>(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(map, p, cols);
+  return detail::check_launch(kOp, "attention sm90 kernel launch");
+}
+
+template <bool kSoftcap, MaskMode kMask>
+Status launch_variant(const AttentionParams& p, cudaStream_t stream) {
+  Sm90Columns cols{};
+  const Choice forced = forced_choice();
+  const bool sm90 = sm90_layout(p, &cols) &&
+                    (forced == Choice::kWgmma || (forced == Choice::kAuto && p.seq_len >= kSm90MinSeqLen));
+  if (sm90) return launch_wgmma<kSoftcap, kMask>(p, cols, stream);
+  return launch_mma<Traits128, kSoftcap, kMask>(p, stream);
+}
+
+template <bool kSoftcap>
 Status launch_mask(const AttentionParams& p, cudaStream_t stream) {
   switch (p.mask_mode) {
     case MaskMode::kCausal:
-      return launch_variant<Tr, kSoftcap, MaskMode::kCausal>(p, stream);
+      return launch_variant<kSoftcap, MaskMode::kCausal>(p, stream);
     case MaskMode::kAdditive:
-      return launch_variant<Tr, kSoftcap, MaskMode::kAdditive>(p, stream);
+      return launch_variant<kSoftcap, MaskMode::kAdditive>(p, stream);
     case MaskMode::kNone:
-      return launch_variant<Tr, kSoftcap, MaskMode::kNone>(p, stream);
+      return launch_variant<kSoftcap, MaskMode::kNone>(p, stream);
   }
-  return detail::error(GK_STATUS_INTERNAL_ERROR, "gemma3_attention: unknown mask mode %d",
-                       static_cast<int>(p.mask_mode));
+  return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: unknown mask mode %d", kOp, static_cast<int>(p.mask_mode));
 }
 
 }  // namespace
 
 Status launch_attention(AttentionParams p, int head_dim, cudaStream_t stream) {
   if (head_dim != Traits128::kHeadDim) {
-    return detail::error(GK_STATUS_NOT_SUPPORTED, "gemma3_attention: no attention kernel for head_dim %d", head_dim);
+    return detail::error(GK_STATUS_NOT_SUPPORTED, "%s: no attention kernel for head_dim %d", kOp, head_dim);
   }
-  return p.softcap ? launch_mask<Traits128, true>(p, stream) : launch_mask<Traits128, false>(p, stream);
+  return p.softcap ? launch_mask<true>(p, stream) : launch_mask<false>(p, stream);
 }
 
 }  // namespace gk::gemma3

@@ -103,4 +103,25 @@ struct OnlineSoftmax {
   }
 };
 
+// Normalizes the output rows a thread holds and stores them as bf16 ([token, head, dim] with p's strides);
+// rows at or past the sequence end are padding and are not written.
+template <int kDTiles>
+__device__ __forceinline__ void store_output(const float (&acc_o)[kDTiles][4], const OnlineSoftmax& softmax,
+                                             const AttentionParams& p, int b, int h, int row0, int lane) {
+  float inv_l[2];
+  softmax.finalize(inv_l);
+  __nv_bfloat16* o = p.o + b * p.o_batch_stride + h * p.o_head_stride + 2 * (lane & 3);
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int row = row0 + half * 8;
+    if (row >= p.seq_len) continue;
+    __nv_bfloat16* o_row = o + row * p.o_token_stride;
+#pragma unroll
+    for (int dt = 0; dt < kDTiles; ++dt) {
+      *reinterpret_cast<uint32_t*>(o_row + dt * 8) =
+          device::pack_bf16x2(acc_o[dt][2 * half] * inv_l[half], acc_o[dt][2 * half + 1] * inv_l[half]);
+    }
+  }
+}
+
 }  // namespace gk::gemma3
