@@ -115,7 +115,7 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
   const float scale = c.query_scale > 0.f ? c.query_scale : static_cast<float>(1.0 / std::sqrt(double(D)));
   ap.softcap = c.softcap > 0.f;
   ap.scale_log2 = scale * gemma3::kLog2e;
-  ap.softcap_in = ap.softcap ? static_cast<float>(2.0 * gemma3::kLog2e * scale / c.softcap) : 0.f;
+  ap.softcap_in = ap.softcap ? static_cast<float>(double(scale) / c.softcap) : 0.f;
   ap.softcap_out = ap.softcap ? c.softcap * gemma3::kLog2e : 0.f;
   ap.mask_mode = to_mask_mode(c.mask_mode);
   GK_RETURN_IF_ERROR(gemma3::launch_attention(ap, static_cast<int>(D), stream));

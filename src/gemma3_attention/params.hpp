@@ -48,7 +48,7 @@ struct AttentionParams {
 
   // Scores live in the log2 domain so the softmax uses ex2 directly.
   float scale_log2;   // no softcap: logit2 = dot * scale * log2(e)
-  float softcap_in;   // softcap: logit2 = softcap_out * tanh(dot * scale / cap), tanh via exp2(dot * softcap_in)
+  float softcap_in;   // softcap: logit2 = softcap_out * tanh(dot * softcap_in), softcap_in = scale / cap
   float softcap_out;  // cap * log2(e)
   MaskMode mask_mode;
   bool softcap;
