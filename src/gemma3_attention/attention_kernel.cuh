@@ -161,22 +161,18 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
     }
 
     const bf16* s_vb = s_v + stage * Tr::kTileKV;
+    uint32_t p_frag[kNTiles / 2][4];
+    pack_p(acc_s, p_frag);
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      const uint32_t p_frag[4] = {
-          device::pack_bf16x2(acc_s[2 * kk][0], acc_s[2 * kk][1]),
-          device::pack_bf16x2(acc_s[2 * kk][2], acc_s[2 * kk][3]),
-          device::pack_bf16x2(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]),
-          device::pack_bf16x2(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3]),
-      };
 #pragma unroll
       for (int dp = 0; dp < kDTiles / 2; ++dp) {
         uint32_t vf[4];
         const int key = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
         const int chunk = dp * 2 + (lane >> 4);
         device::ldmatrix_x4_trans(device::smem_addr(s_vb + swizzle<kHeadDim>(key, chunk)), vf);
-        device::mma_bf16_16816(acc_o[2 * dp], p_frag, vf[0], vf[1]);
-        device::mma_bf16_16816(acc_o[2 * dp + 1], p_frag, vf[2], vf[3]);
+        device::mma_bf16_16816(acc_o[2 * dp], p_frag[kk], vf[0], vf[1]);
+        device::mma_bf16_16816(acc_o[2 * dp + 1], p_frag[kk], vf[2], vf[3]);
       }
     }
   }

@@ -6,8 +6,8 @@
 // each: S = Q K^T with wgmma (both operands from shared memory), the online softmax in registers (the same code as
 // the sm_80 kernel: the wgmma accumulator layout is the mma.sync one), then O += P V with wgmma taking P straight
 // from registers and V from shared memory read transposed. Registers move from the producer to the consumers
-// with setmaxnreg. The two consumer warpgroups work on the same K/V stage, so one's softmax overlaps the
-// other's tensor-core work on the SM.
+// with setmaxnreg. The consumer warpgroups alternate their tensor-core phases (ping-pong), and each overlaps
+// the softmax of one tile with the P*V of the previous.
 #pragma once
 
 #include <cuda.h>
@@ -132,16 +132,14 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
 
   // This warpgroup's 64 rows start 64 * 128 bytes into each Q box.
   const uint32_t q_rows = s_q + half_block * 64 * 128;
-  device::mbar_wait(q_full, 0);
+  float acc_s[kNTiles][4];
+  uint32_t p_frag[kNTiles / 2][4];
 
-  for (int nb = 0; nb < n_blocks; ++nb) {
+  const auto parity = [](int nb) { return uint32_t(nb / Tr::kStages) & 1u; };
+  const auto issue_qk = [&](int nb) {
     const int s = nb % Tr::kStages;
-    const uint32_t parity = (nb / Tr::kStages) & 1;
     const uint32_t k_tile = s_k + s * Tr::kTileBytes;
-    const uint32_t v_tile = s_v + s * Tr::kTileBytes;
-
-    float acc_s[kNTiles][4];
-    device::mbar_wait(k_full(s), parity);
+    device::mbar_wait(k_full(s), parity(nb));
     device::wgmma_fence();
 #pragma unroll
     for (int k = 0; k < Tr::kHeadDim / 16; ++k) {
@@ -151,25 +149,11 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
                                   device::smem_desc_sw128(k_tile + off, 16, 1024), k > 0);
     }
     device::wgmma_commit();
-    device::wgmma_wait<0>();
-    device::fence_accumulators(acc_s);
-    if (lane == 0) device::mbar_arrive(k_empty(s));
-
-    const int n0 = nb * Tr::kBlockN;
-    const bool edge =
-        (n0 + Tr::kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + Tr::kBlockN - 1 > wg_row0);
-    scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, mask_rows, row0, n0 + 2 * (lane & 3), seq_len, edge);
-    softmax.update<kNTiles, kDTiles>(acc_s, acc_o);
-
-    uint32_t p_frag[Tr::kBlockN / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
-      p_frag[kk][0] = device::pack_bf16x2(acc_s[2 * kk][0], acc_s[2 * kk][1]);
-      p_frag[kk][1] = device::pack_bf16x2(acc_s[2 * kk][2], acc_s[2 * kk][3]);
-      p_frag[kk][2] = device::pack_bf16x2(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]);
-      p_frag[kk][3] = device::pack_bf16x2(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3]);
-    }
-    device::mbar_wait(v_full(s), parity);
+  };
+  const auto issue_pv = [&](int nb) {
+    const int s = nb % Tr::kStages;
+    const uint32_t v_tile = s_v + s * Tr::kTileBytes;
+    device::mbar_wait(v_full(s), parity(nb));
     device::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
@@ -179,10 +163,59 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
                                      device::smem_desc_sw128(v_tile + kk * 16 * 128, Tr::kBoxBytes, 1024), 1);
     }
     device::wgmma_commit();
+  };
+  const auto logits = [&](int nb) {
+    const int n0 = nb * Tr::kBlockN;
+    const bool edge =
+        (n0 + Tr::kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + Tr::kBlockN - 1 > wg_row0);
+    scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, mask_rows, row0, n0 + 2 * (lane & 3), seq_len, edge);
+  };
+  const auto release = [&](uint32_t empty_bar) {
+    if (lane == 0) device::mbar_arrive(empty_bar);
+  };
+
+  // The two consumer warpgroups take turns issuing their tensor-core work (named barriers 1 and 2), so one's
+  // softmax runs while the other's GEMMs occupy the tensor cores. Within a warpgroup, the softmax of tile j
+  // overlaps its own P*V of tile j-1.
+  constexpr int kSchedThreads = 2 * 128;
+  const int my_turn = 1 + half_block, other_turn = 2 - half_block;
+  if (half_block == 1) device::named_barrier_arrive(other_turn, kSchedThreads);  // the first half goes first
+
+  device::mbar_wait(q_full, 0);
+  device::named_barrier_sync(my_turn, kSchedThreads);
+  issue_qk(0);
+  device::named_barrier_arrive(other_turn, kSchedThreads);
+  device::wgmma_wait<0>();
+  device::fence_accumulators(acc_s);
+  release(k_empty(0));
+  float alpha[2];
+  logits(0);
+  softmax.exponentiate(acc_s, alpha);  // the output is still zero: nothing to rescale
+  pack_p(acc_s, p_frag);
+
+  for (int nb = 1; nb < n_blocks; ++nb) {
+    device::named_barrier_sync(my_turn, kSchedThreads);
+    issue_qk(nb);
+    issue_pv(nb - 1);
+    device::named_barrier_arrive(other_turn, kSchedThreads);
+    device::wgmma_wait<1>();  // S of tile nb is ready; P*V of tile nb-1 may still run
+    device::fence_accumulators(acc_s);
+    release(k_empty(nb % Tr::kStages));
+    logits(nb);
+    softmax.exponentiate(acc_s, alpha);
     device::wgmma_wait<0>();
     device::fence_accumulators(acc_o);
-    if (lane == 0) device::mbar_arrive(v_empty(s));
+    release(v_empty((nb - 1) % Tr::kStages));
+    OnlineSoftmax::rescale(acc_o, alpha);
+    pack_p(acc_s, p_frag);
   }
+
+  device::named_barrier_sync(my_turn, kSchedThreads);
+  issue_pv(n_blocks - 1);
+  device::named_barrier_arrive(other_turn, kSchedThreads);
+  device::wgmma_wait<0>();
+  device::fence_accumulators(acc_o);
+  release(v_empty((n_blocks - 1) % Tr::kStages));
 
   store_output(acc_o, softmax, p, b, h, row0, lane);
 }

@@ -57,13 +57,23 @@ struct OnlineSoftmax {
   // relative to the new running max.
   template <int kNTiles, int kDTiles>
   __device__ __forceinline__ void update(float (&s)[kNTiles][4], float (&acc_o)[kDTiles][4]) {
+    float alpha[2];
+    exponentiate(s, alpha);
+    rescale(acc_o, alpha);
+  }
+
+  // The first half of update(): new running max, probabilities in `s`, running sums; `alpha` is the factor the
+  // running output still has to be multiplied by (split out so the output can be rescaled after an in-flight
+  // P*V that accumulates into it has finished).
+  template <int kNTiles>
+  __device__ __forceinline__ void exponentiate(float (&s)[kNTiles][4], float (&alpha)[2]) {
     float mx[2] = {row_max[0], row_max[1]};
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
       mx[0] = fmaxf(mx[0], fmaxf(s[nt][0], s[nt][1]));
       mx[1] = fmaxf(mx[1], fmaxf(s[nt][2], s[nt][3]));
     }
-    float ref[2], alpha[2];
+    float ref[2];
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
@@ -84,6 +94,10 @@ struct OnlineSoftmax {
         row_sum[e >> 1] += s[nt][e];
       }
     }
+  }
+
+  template <int kDTiles>
+  __device__ __forceinline__ static void rescale(float (&acc_o)[kDTiles][4], const float (&alpha)[2]) {
 #pragma unroll
     for (int dt = 0; dt < kDTiles; ++dt) {
       acc_o[dt][0] *= alpha[0];
@@ -122,6 +136,19 @@ __device__ __forceinline__ void store_output(const float (&acc_o)[kDTiles][4], c
       *reinterpret_cast<uint32_t*>(o_row + dt * 8) =
           device::pack_bf16x2(acc_o[dt][2 * half] * inv_l[half], acc_o[dt][2 * half + 1] * inv_l[half]);
     }
+  }
+}
+
+// P (probabilities of a 16-key step) as the A operand of the P*V MMA: the accumulator layout of two n8 tiles
+// is the A-fragment layout of one k16 step.
+template <int kNTiles>
+__device__ __forceinline__ void pack_p(const float (&s)[kNTiles][4], uint32_t (&p)[kNTiles / 2][4]) {
+#pragma unroll
+  for (int kk = 0; kk < kNTiles / 2; ++kk) {
+    p[kk][0] = device::pack_bf16x2(s[2 * kk][0], s[2 * kk][1]);
+    p[kk][1] = device::pack_bf16x2(s[2 * kk][2], s[2 * kk][3]);
+    p[kk][2] = device::pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+    p[kk][3] = device::pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
   }
 }
 
