@@ -10,6 +10,11 @@
 #include "common/device/sm80_primitives.cuh"
 #include "gemma3_attention/params.hpp"
 
+// Exponentials of odd n8 tiles on the FMA pipe (1) or all on the special-function unit (0).
+#ifndef GK_EXP_POLY
+#define GK_EXP_POLY 1
+#endif
+
 namespace gk::gemma3 {
 
 // Raw Q.K dot products -> base-2 logits: scale, optional softcap, then the mask.
@@ -90,7 +95,7 @@ struct OnlineSoftmax {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const float x = s[nt][e] - ref[e >> 1];
-        s[nt][e] = (nt & 1) ? device::ex2_poly(x) : device::ex2_approx(x);
+        s[nt][e] = (GK_EXP_POLY && (nt & 1)) ? device::ex2_poly(x) : device::ex2_approx(x);
         row_sum[e >> 1] += s[nt][e];
       }
     }
