@@ -14,6 +14,6 @@ fi
 "$BUILD/bin/gk" bench --timer both --json "$OUT/gk-bench.json" | tee "$OUT/gk-bench.txt"
 rc=${PIPESTATUS[0]}
 if [ "${GK_SKIP_PEERS:-0}" != 1 ]; then
-  PYTHONUNBUFFERED=1 python3 bench/peers.py --ours "$OUT/gk-bench.json" --out "$OUT" 2>&1 | tee "$OUT/peers.log"
+  PYTHONUNBUFFERED=1 python3 bench/peers.py --ours "$OUT/gk-bench.json" --out "$OUT"
 fi
 exit "$rc"

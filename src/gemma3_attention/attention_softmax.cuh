@@ -10,11 +10,6 @@
 #include "common/device/sm80_primitives.cuh"
 #include "gemma3_attention/params.hpp"
 
-// Exponentials of odd n8 tiles on the FMA pipe (1) or all on the special-function unit (0).
-#ifndef GK_EXP_POLY
-#define GK_EXP_POLY 1
-#endif
-
 namespace gk::gemma3 {
 
 // Raw Q.K dot products -> base-2 logits: scale, optional softcap, then the mask.
@@ -88,14 +83,11 @@ struct OnlineSoftmax {
       row_max[i] = mx[i];
       row_sum[i] *= alpha[i];
     }
-    // Every other n8 tile takes its exponentials on the FMA pipe: the special-function unit, which also does the
-    // softcap's tanh, would otherwise bound the tile.
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const float x = s[nt][e] - ref[e >> 1];
-        s[nt][e] = (GK_EXP_POLY && (nt & 1)) ? device::ex2_poly(x) : device::ex2_approx(x);
+        s[nt][e] = device::ex2_approx(s[nt][e] - ref[e >> 1]);
         row_sum[e >> 1] += s[nt][e];
       }
     }

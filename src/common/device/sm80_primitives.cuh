@@ -51,22 +51,6 @@ __device__ __forceinline__ float ex2_approx(float x) {
   return y;
 }
 
-// 2^x for x <= 0 on the FMA/ALU pipes instead of the special-function unit: x = n + f with n the nearest integer
-// (found by the 1.5 * 2^23 rounding trick, so no conversion instruction), 2^f on [-1/2, 1/2] by a degree-3
-// polynomial fitted for relative error (at most 1.0e-4, far below bf16's 2^-9), and 2^n added to the exponent
-// bits. Arguments below -126 give exactly 0. Used for part of a softmax tile so the exponentials share two pipes.
-__device__ __forceinline__ float ex2_poly(float x) {
-  constexpr float kRound = 12582912.f;  // 1.5 * 2^23
-  const float t = x + kRound;
-  const int n = __float_as_int(t) - 0x4B400000;
-  const float f = x - (t - kRound);
-  float p = fmaf(0.0550087052f, f, 0.242210542f);
-  p = fmaf(p, f, 0.693282906f);
-  p = fmaf(p, f, 1.f);
-  const float r = __int_as_float(__float_as_int(p) + (n << 23));
-  return x < -126.f ? 0.f : r;
-}
-
 __device__ __forceinline__ float tanh_approx(float x) {
   float y;
   asm("tanh.approx.f32 %0, %1;\n" : "=f"(y) : "f"(x));
