@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "common/device/sm80_primitives.cuh"
+#include "gemma3_attention/attention_scheduler.cuh"
 #include "gemma3_attention/attention_softmax.cuh"
 #include "gemma3_attention/params.hpp"
 
@@ -70,22 +71,13 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
   bf16* s_k = s_q + Tr::kTileQ;       // two stages
   bf16* s_v = s_k + 2 * Tr::kTileKV;  // two stages
 
-  // Heaviest query blocks (largest m_block under causal masking) are scheduled first to shorten the tail.
-  const int bh_count = p.batch * p.num_q_heads;
-  const int bh = blockIdx.x % bh_count;
-  const int m_block = p.num_m_blocks - 1 - static_cast<int>(blockIdx.x / bh_count);
-  const int b = bh / p.num_q_heads;
-  const int h = bh % p.num_q_heads;
-  const int kvh = h / p.group_size;
-  const int m0 = m_block * kBlockM;
+  const TileCoord tc = tile_coord<kMask, kBlockM, kBlockN>(p);
+  const int b = tc.b, h = tc.h, kvh = tc.kvh, m0 = tc.m0, n_blocks = tc.n_blocks;
   const int seq_len = p.seq_len;
 
   const bf16* q = p.q + b * p.q_batch_stride + h * p.q_head_stride;
   const bf16* k = p.k + b * p.k_batch_stride + kvh * p.k_head_stride;
   const bf16* v = p.v + b * p.v_batch_stride + kvh * p.v_head_stride;
-
-  int n_blocks = (seq_len + kBlockN - 1) / kBlockN;
-  if constexpr (kMask == MaskMode::kCausal) n_blocks = min(n_blocks, (m0 + kBlockM + kBlockN - 1) / kBlockN);
 
   const int tid = threadIdx.x;
   const int warp = tid / 32;

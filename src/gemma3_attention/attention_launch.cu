@@ -38,24 +38,29 @@ Choice forced_choice() {
   return c;
 }
 
-Status check_grid(int64_t blocks, int block_m) {
-  if (blocks > INT32_MAX) {
+// The launch steps both kernels share: the shared-memory opt-in and a grid of one CTA per (query block, batch,
+// query head).
+template <class Kernel>
+Status prepare_grid(Kernel kernel, size_t smem_bytes, int block_m, AttentionParams* p, unsigned* blocks) {
+  GK_RETURN_IF_ERROR(detail::cuda_status(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)), kOp,
+      "cudaFuncSetAttribute(attention)"));
+  p->num_m_blocks = (p->seq_len + block_m - 1) / block_m;
+  const int64_t n = int64_t(p->num_m_blocks) * p->batch * p->num_q_heads;
+  if (n > INT32_MAX) {
     return detail::error(GK_STATUS_INVALID_ARGUMENT, "%s: batch*num_q_heads*ceil(seq_len/%d) = %lld exceeds 2^31-1",
-                         kOp, block_m, static_cast<long long>(blocks));
+                         kOp, block_m, static_cast<long long>(n));
   }
+  *blocks = static_cast<unsigned>(n);
   return Status::Ok();
 }
 
 template <class Tr, bool kSoftcap, MaskMode kMask>
 Status launch_mma(AttentionParams p, cudaStream_t stream) {
   auto kernel = attention_fwd_kernel<Tr, kSoftcap, kMask>;
-  GK_RETURN_IF_ERROR(detail::cuda_status(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Tr::kSmemBytes)),
-      kOp, "cudaFuncSetAttribute(attention)"));
-  p.num_m_blocks = (p.seq_len + Tr::kBlockM - 1) / Tr::kBlockM;
-  const int64_t blocks = int64_t(p.num_m_blocks) * p.batch * p.num_q_heads;
-  GK_RETURN_IF_ERROR(check_grid(blocks, Tr::kBlockM));
-  kernel<<<static_cast<unsigned>(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(p);
+  unsigned blocks = 0;
+  GK_RETURN_IF_ERROR(prepare_grid(kernel, Tr::kSmemBytes, Tr::kBlockM, &p, &blocks));
+  kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(p);
   return detail::check_launch(kOp, "attention kernel launch");
 }
 
@@ -112,13 +117,9 @@ Status launch_wgmma(AttentionParams p, const Sm90Columns& cols, cudaStream_t str
   CUtensorMap map;
   GK_RETURN_IF_ERROR(encode_qkv_map(p, &map));
   auto kernel = attention_sm90_kernel<kSoftcap, kMask>;
-  GK_RETURN_IF_ERROR(detail::cuda_status(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Tr::kSmemBytes)),
-      kOp, "cudaFuncSetAttribute(attention sm90)"));
-  p.num_m_blocks = (p.seq_len + Tr::kBlockM - 1) / Tr::kBlockM;
-  const int64_t blocks = int64_t(p.num_m_blocks) * p.batch * p.num_q_heads;
-  GK_RETURN_IF_ERROR(check_grid(blocks, Tr::kBlockM));
-  kernel<<<static_cast<unsigned>(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(map, p, cols);
+  unsigned blocks = 0;
+  GK_RETURN_IF_ERROR(prepare_grid(kernel, Tr::kSmemBytes, Tr::kBlockM, &p, &blocks));
+  kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(map, p, cols);
   return detail::check_launch(kOp, "attention sm90 kernel launch");
 }
 

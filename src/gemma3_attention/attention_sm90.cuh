@@ -15,6 +15,7 @@
 
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
+#include "gemma3_attention/attention_scheduler.cuh"
 #include "gemma3_attention/attention_softmax.cuh"
 #include "gemma3_attention/params.hpp"
 
@@ -63,16 +64,9 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
   const auto k_empty = [&](int s) { return bar + 8u * (1 + 2 * Tr::kStages + s); };
   const auto v_empty = [&](int s) { return bar + 8u * (1 + 3 * Tr::kStages + s); };
 
-  const int bh_count = p.batch * p.num_q_heads;
-  const int bh = blockIdx.x % bh_count;
-  const int m_block = p.num_m_blocks - 1 - static_cast<int>(blockIdx.x / bh_count);
-  const int b = bh / p.num_q_heads;
-  const int h = bh % p.num_q_heads;
-  const int kvh = h / p.group_size;
-  const int m0 = m_block * Tr::kBlockM;
+  const TileCoord tc = tile_coord<kMask, Tr::kBlockM, Tr::kBlockN>(p);
+  const int b = tc.b, h = tc.h, kvh = tc.kvh, m0 = tc.m0, n_blocks = tc.n_blocks;
   const int seq_len = p.seq_len;
-  int n_blocks = (seq_len + Tr::kBlockN - 1) / Tr::kBlockN;
-  if constexpr (kMask == MaskMode::kCausal) n_blocks = min(n_blocks, (m0 + Tr::kBlockM + Tr::kBlockN - 1) / Tr::kBlockN);
 
   if (threadIdx.x == 0) {
     device::mbar_init(q_full, 1);

@@ -1,0 +1,32 @@
+// Which (batch, query head, query block) a CTA computes, and how many key tiles it visits. Shared by both
+// attention kernels.
+#pragma once
+
+#include "gemma3_attention/params.hpp"
+
+namespace gk::gemma3 {
+
+struct TileCoord {
+  int b, h, kvh;  // batch, query head, the kv head serving it (GQA)
+  int m0;         // first query row of the block
+  int n_blocks;   // key tiles to visit: all of them, or under a causal mask those at or left of the diagonal
+};
+
+// CTAs are ordered query block-major, heaviest (largest m_block) first, so under a causal mask the long blocks
+// start early and the last wave is made of short ones.
+template <MaskMode kMask, int kBlockM, int kBlockN>
+__device__ __forceinline__ TileCoord tile_coord(const AttentionParams& p) {
+  TileCoord t;
+  const int bh_count = p.batch * p.num_q_heads;
+  const int bh = blockIdx.x % bh_count;
+  const int m_block = p.num_m_blocks - 1 - static_cast<int>(blockIdx.x / bh_count);
+  t.b = bh / p.num_q_heads;
+  t.h = bh % p.num_q_heads;
+  t.kvh = t.h / p.group_size;
+  t.m0 = m_block * kBlockM;
+  t.n_blocks = (p.seq_len + kBlockN - 1) / kBlockN;
+  if constexpr (kMask == MaskMode::kCausal) t.n_blocks = min(t.n_blocks, (t.m0 + kBlockM + kBlockN - 1) / kBlockN);
+  return t;
+}
+
+}  // namespace gk::gemma3
