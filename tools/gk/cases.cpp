@@ -1,6 +1,7 @@
 #include "cases.hpp"
 
 #include <algorithm>
+#include <cinttypes>
 #include <cstdio>
 #include <stdexcept>
 
@@ -87,7 +88,7 @@ std::vector<Case> build(const ShapeOptions& o) {
   int64_t wb = 0, ws = 0;
   if (!o.workload.empty()) {
     if (o.suite == "all") throw UsageError("--workload selects a workload of one --suite");
-    if (std::sscanf(o.workload.c_str(), "%ld,%ld", &wb, &ws) != 2) {
+    if (std::sscanf(o.workload.c_str(), "%" SCNd64 ",%" SCNd64, &wb, &ws) != 2) {
       throw UsageError("--workload must be B,S (got '" + o.workload + "')");
     }
   }
