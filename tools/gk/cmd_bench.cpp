@@ -41,44 +41,6 @@ std::string utc_now() {
   return buf;
 }
 
-// Runs one operator through the uniform interface the benchmark needs.
-class Subject {
- public:
-  virtual ~Subject() = default;
-  virtual gk::Status run_fresh(uint64_t seed, int set) = 0;  // fresh inputs into input set `set`
-  virtual gk::Status run(int set) = 0;
-  virtual std::vector<gk_testkit::Judgement> check(double atol, double rtol) = 0;  // set 0 vs GPU reference
-};
-
-template <class Problem, class Recipe>
-class ProblemSubject : public Subject {
- public:
-  template <class Config>
-  ProblemSubject(const Config& c, int sets, gk_handle_t h, cudaStream_t s) : handle_(h), stream_(s) {
-    for (int i = 0; i < sets; ++i) sets_.push_back(std::make_unique<Problem>(c));
-  }
-  gk::Status run_fresh(uint64_t seed, int set) override {
-    Recipe r;
-    r.seed = seed;
-    return sets_.at(set)->run_fresh(r, handle_, stream_);
-  }
-  gk::Status run(int set) override { return sets_[set]->run(handle_, stream_); }
-  std::vector<gk_testkit::Judgement> check(double atol, double rtol) override {
-    sets_[0]->run_gpu_reference(stream_);
-    const auto j = sets_[0]->judge(atol, rtol, stream_);
-    if constexpr (std::is_same_v<Problem, gk_testkit::AudioProblem>) {
-      return {j[0], j[1], j[2]};
-    } else {
-      return {j};
-    }
-  }
-
- private:
-  gk_handle_t handle_;
-  cudaStream_t stream_;
-  std::vector<std::unique_ptr<Problem>> sets_;
-};
-
 void check_ok(const gk::Status& s) {
   if (!s.ok()) throw std::runtime_error(s.message());
 }
@@ -94,14 +56,12 @@ gk_testkit::WorkloadResult bench_case(const Case& c, const BenchOptions& o, cons
   w.floor = gk_testkit::floor_of(w.cost, peaks);
   w.floor_full = gk_testkit::floor_of(w.cost, peaks, /*full=*/true);
 
-  std::unique_ptr<Subject> subject;
-  if (c.gemma3) {
-    subject = std::make_unique<ProblemSubject<gk_testkit::Gemma3Problem, gk_testkit::Gemma3Recipe>>(
-        c.g, o.input_sets, handle, stream);
-  } else {
-    subject = std::make_unique<ProblemSubject<gk_testkit::AudioProblem, gk_testkit::AudioRecipe>>(
-        c.a, o.input_sets, handle, stream);
+  // One problem per input set: pointers change from iteration to iteration while timing.
+  std::vector<std::unique_ptr<gk_testkit::OperatorProblem>> sets;
+  for (int i = 0; i < o.input_sets; ++i) {
+    sets.push_back(c.gemma3 ? gk_testkit::OperatorProblem::make(c.g) : gk_testkit::OperatorProblem::make(c.a));
   }
+  const gk_testkit::InputOptions inputs;  // the suites' recipe
 
   auto& k = w.check;
   k.atol = c.atol;
@@ -111,8 +71,8 @@ gk_testkit::WorkloadResult bench_case(const Case& c, const BenchOptions& o, cons
   k.verdict = "pass";
   for (int r = 0; r < o.rounds; ++r) {
     progress(tag + ": checking, round " + std::to_string(r + 1) + "/" + std::to_string(o.rounds));
-    check_ok(subject->run_fresh(seed + 1000 * r, 0));
-    for (const auto& j : subject->check(c.atol, c.rtol)) {
+    check_ok(sets[0]->run_fresh(seed + 1000 * r, inputs, handle, stream));
+    for (const auto& [name, j] : sets[0]->check(c.atol, c.rtol, /*cpu_reference=*/false, stream)) {
       k.checked = true;
       k.matched_ratio = std::min(k.matched_ratio, j.matched_ratio());
       k.max_abs_err = std::max(k.max_abs_err, j.max_abs_err);
@@ -126,14 +86,14 @@ gk_testkit::WorkloadResult bench_case(const Case& c, const BenchOptions& o, cons
   }
 
   progress(tag + ": timing");
-  for (int s = 0; s < o.input_sets; ++s) check_ok(subject->run_fresh(seed + 7 + s, s));
+  for (int s = 0; s < o.input_sets; ++s) check_ok(sets[s]->run_fresh(seed + 7 + s, inputs, handle, stream));
   gk_testkit::TimingOptions t;
   t.warmup = o.warmup;
   t.iterations = o.iterations;
   t.cupti = o.timer != "events";
   t.events = o.timer != "cupti";
   const auto timing = gk_testkit::time_call(
-      [&](cudaStream_t, int i) { check_ok(subject->run(i % o.input_sets)); }, stream, t);
+      [&](cudaStream_t st, int i) { check_ok(sets[i % o.input_sets]->run(handle, st)); }, stream, t);
   w.cupti = timing.cupti;
   w.events = timing.events;
   return w;

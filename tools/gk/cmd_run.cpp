@@ -15,37 +15,28 @@
 #include "device_buffer.hpp"
 #include "gk/gk.hpp"
 #include "problems.hpp"
+#include "metrics.hpp"
 #include "timing.hpp"
 
 namespace gk_cli {
 
 namespace {
 
-// Cost of the CPU reference in multiply-adds, to refuse shapes it would take minutes on.
+// Cost of the CPU reference in multiply-adds (it computes every score, masked or not), to refuse shapes it
+// would take minutes on.
 double cpu_reference_macs(const Case& c) {
-  if (c.gemma3) {
-    const auto& g = c.g;
-    const double M = double(g.batch) * g.seq_len, D = double(g.head_dim);
-    return M * g.hidden * D * (2 * g.num_q_heads + 2 * g.num_kv_heads) +
-           2.0 * g.batch * g.num_q_heads * g.seq_len * g.seq_len * D;
-  }
-  return double(c.a.batch) * c.a.seq_len * c.a.hidden * 3 * c.a.num_heads * c.a.head_dim;
+  return 0.5 * (c.gemma3 ? gk_testkit::gemma3_cost(c.g) : gk_testkit::audio_cost(c.a)).flops_full;
 }
 
 std::string run_label(const Case& c) { return (c.suite_id == "custom" ? std::string(c.gemma3 ? "gemma3" : "audio") : c.suite_id) + " " + c.label(); }
 
-gk_testkit::Gemma3Recipe gemma3_recipe(const RunOptions& o, uint64_t seed) {
-  gk_testkit::Gemma3Recipe r;
-  r.seed = seed;
-  r.activation_scale = float(o.activation_scale);
-  r.norm_weight_spread = float(o.norm_weight_spread);
-  if (o.mask_pattern == "padded") r.mask_pattern = gk_testkit::MaskPattern::kPaddedCausal;
+gk_testkit::InputOptions input_options(const RunOptions& o) {
+  gk_testkit::InputOptions in;
+  in.activation_scale = float(o.activation_scale);
+  in.norm_weight_spread = float(o.norm_weight_spread);
+  if (o.mask_pattern == "padded") in.mask_pattern = gk_testkit::MaskPattern::kPaddedCausal;
   else if (o.mask_pattern != "causal") throw UsageError("--mask-pattern must be causal or padded");
-  return r;
-}
-
-gk_testkit::AudioRecipe audio_recipe(const RunOptions& o, uint64_t seed) {
-  return {seed, float(o.activation_scale), float(o.norm_weight_spread)};
+  return in;
 }
 
 int run_cpu_only(const RunOptions& o, const std::vector<Case>& cases, uint64_t seed, const std::string& why) {
@@ -61,13 +52,13 @@ int run_cpu_only(const RunOptions& o, const std::vector<Case>& cases, uint64_t s
     double sum_abs = 0, n = 0;
     bool finite = true;
     if (c.gemma3) {
-      const auto in = gk_testkit::generate_host(c.g, gemma3_recipe(o, seed));
+      const auto in = gk_testkit::generate_host(c.g, gk_testkit::gemma3_recipe(seed, input_options(o)));
       std::vector<float> out(static_cast<size_t>(c.g.batch * c.g.seq_len * c.g.hidden));
       gk_ref::gemma3_attention(gk_testkit::ref_dims(c.g), in.view(), out.data());
       for (float v : out) sum_abs += std::fabs(v), finite = finite && std::isfinite(v);
       n = double(out.size());
     } else {
-      const auto in = gk_testkit::generate_host(c.a, audio_recipe(o, seed));
+      const auto in = gk_testkit::generate_host(c.a, gk_testkit::audio_recipe(seed, input_options(o)));
       const size_t m = static_cast<size_t>(c.a.batch * c.a.seq_len * c.a.num_heads * c.a.head_dim);
       std::vector<double> q(m), k(m), v(m);
       gk_ref::audio_qkv(gk_testkit::ref_dims(c.a), in.hidden.data(), in.wq.data(), in.wk.data(), in.wv.data(),
@@ -126,42 +117,25 @@ int run(const RunOptions& o) {
     gk_testkit::TimingResult time;
   };
   std::vector<Row> rows;
+  const gk_testkit::InputOptions inputs = input_options(o);
   for (const auto& c : cases) {
     const bool cpu_ref = o.reference == "cpu";
     if (cpu_ref && cpu_reference_macs(c) > 2e10) {
       throw UsageError(run_label(c) + " is too large for the CPU reference; use --reference gpu");
     }
-    std::unique_ptr<gk_testkit::Gemma3Problem> gp;
-    std::unique_ptr<gk_testkit::AudioProblem> ap;
-    if (c.gemma3) gp = std::make_unique<gk_testkit::Gemma3Problem>(c.g);
-    else ap = std::make_unique<gk_testkit::AudioProblem>(c.a);
+    auto problem = c.gemma3 ? gk_testkit::OperatorProblem::make(c.g) : gk_testkit::OperatorProblem::make(c.a);
     Row row;
     row.label = run_label(c);
     for (int r = 0; r < o.rounds; ++r) {
       const uint64_t s = seed + static_cast<uint64_t>(r);
-      std::vector<std::pair<std::string, gk_testkit::Judgement>> judged;
-      gk::Status st;
-      if (gp) {
-        st = gp->run_fresh(gemma3_recipe(o, s), handle.get(), stream);
-        if (st.ok()) {
-          cpu_ref ? gp->run_cpu_reference(stream) : gp->run_gpu_reference(stream);
-          judged.emplace_back("out", gp->judge(c.atol, c.rtol, stream));
-        }
-      } else {
-        st = ap->run_fresh(audio_recipe(o, s), handle.get(), stream);
-        if (st.ok()) {
-          cpu_ref ? ap->run_cpu_reference(stream) : ap->run_gpu_reference(stream);
-          const auto js = ap->judge(c.atol, c.rtol, stream);
-          judged = {{"q", js[0]}, {"k", js[1]}, {"v", js[2]}};
-        }
-      }
+      const gk::Status st = problem->run_fresh(s, inputs, handle.get(), stream);
       if (!st.ok()) {
         std::printf("%s round %d seed %llu: ERROR %s\n", run_label(c).c_str(), r + 1, static_cast<unsigned long long>(s),
                     st.message().c_str());
         row.pass = false;
         continue;
       }
-      for (const auto& [name, j] : judged) {
+      for (const auto& [name, j] : problem->check(c.atol, c.rtol, cpu_ref, stream)) {
         std::printf("%s round %d seed %llu %s (atol %g rtol %g, %s reference): %s\n", run_label(c).c_str(), r + 1,
                     static_cast<unsigned long long>(s), name.c_str(), c.atol, c.rtol, cpu_ref ? "cpu" : "gpu",
                     j.summary(c.required).c_str());
@@ -174,7 +148,7 @@ int run(const RunOptions& o) {
     if (o.time) {
       row.time = gk_testkit::time_cold_l2(
           [&](cudaStream_t st) {
-            const gk::Status s = gp ? gp->run(handle.get(), st) : ap->run(handle.get(), st);
+            const gk::Status s = problem->run(handle.get(), st);
             if (!s.ok()) throw std::runtime_error(s.message());
           },
           stream);

@@ -331,4 +331,50 @@ std::array<Judgement, 3> AudioProblem::judge(double atol, double rtol, cudaStrea
           judge_device(v_.as<float>(), ref_v_.as<double>(), n, atol, rtol, stream)};
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+namespace {
+
+class Gemma3Operator : public OperatorProblem {
+ public:
+  explicit Gemma3Operator(const gk_gemma3_attention_config& c) : p_(c) {}
+  gk::Status run_fresh(uint64_t seed, const InputOptions& in, gk_handle_t h, cudaStream_t s) override {
+    return p_.run_fresh(gemma3_recipe(seed, in), h, s);
+  }
+  gk::Status run(gk_handle_t h, cudaStream_t s) override { return p_.run(h, s); }
+  std::vector<std::pair<std::string, Judgement>> check(double atol, double rtol, bool cpu, cudaStream_t s) override {
+    cpu ? p_.run_cpu_reference(s) : p_.run_gpu_reference(s);
+    return {{"out", p_.judge(atol, rtol, s)}};
+  }
+
+ private:
+  Gemma3Problem p_;
+};
+
+class AudioOperator : public OperatorProblem {
+ public:
+  explicit AudioOperator(const gk_audio_qkv_config& c) : p_(c) {}
+  gk::Status run_fresh(uint64_t seed, const InputOptions& in, gk_handle_t h, cudaStream_t s) override {
+    return p_.run_fresh(audio_recipe(seed, in), h, s);
+  }
+  gk::Status run(gk_handle_t h, cudaStream_t s) override { return p_.run(h, s); }
+  std::vector<std::pair<std::string, Judgement>> check(double atol, double rtol, bool cpu, cudaStream_t s) override {
+    cpu ? p_.run_cpu_reference(s) : p_.run_gpu_reference(s);
+    const auto j = p_.judge(atol, rtol, s);
+    return {{"q", j[0]}, {"k", j[1]}, {"v", j[2]}};
+  }
+
+ private:
+  AudioProblem p_;
+};
+
+}  // namespace
+
+std::unique_ptr<OperatorProblem> OperatorProblem::make(const gk_gemma3_attention_config& c) {
+  return std::make_unique<Gemma3Operator>(c);
+}
+
+std::unique_ptr<OperatorProblem> OperatorProblem::make(const gk_audio_qkv_config& c) {
+  return std::make_unique<AudioOperator>(c);
+}
+
 }  // namespace gk_testkit

@@ -5,6 +5,9 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <memory>
+#include <string>
+#include <utility>
 #include <cstdint>
 #include <vector>
 
@@ -111,6 +114,34 @@ class AudioProblem {
 
   gk_audio_qkv_config config_;
   DeviceBuffer hidden_, wq_, wk_, wv_, qn_, kn_, q_, k_, v_, ref_q_, ref_k_, ref_v_, workspace_;
+};
+
+// Input choices the two operators share (the mask pattern applies to gemma3's additive mode only).
+struct InputOptions {
+  float activation_scale = 1.f;
+  float norm_weight_spread = 0.f;
+  MaskPattern mask_pattern = MaskPattern::kCausal;
+};
+
+inline Gemma3Recipe gemma3_recipe(uint64_t seed, const InputOptions& in) {
+  return {seed, in.activation_scale, in.norm_weight_spread, in.mask_pattern};
+}
+inline AudioRecipe audio_recipe(uint64_t seed, const InputOptions& in) {
+  return {seed, in.activation_scale, in.norm_weight_spread};
+}
+
+// Either operator's problem behind one interface, for tools that run, judge and time them alike.
+class OperatorProblem {
+ public:
+  virtual ~OperatorProblem() = default;
+  static std::unique_ptr<OperatorProblem> make(const gk_gemma3_attention_config& config);
+  static std::unique_ptr<OperatorProblem> make(const gk_audio_qkv_config& config);
+
+  virtual gk::Status run_fresh(uint64_t seed, const InputOptions& in, gk_handle_t handle, cudaStream_t stream) = 0;
+  virtual gk::Status run(gk_handle_t handle, cudaStream_t stream) = 0;
+  // The last output against the GPU (or CPU) reference, one judgement per output tensor ("out"; "q", "k", "v").
+  virtual std::vector<std::pair<std::string, Judgement>> check(double atol, double rtol, bool cpu_reference,
+                                                               cudaStream_t stream) = 0;
 };
 
 }  // namespace gk_testkit
