@@ -71,7 +71,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
   bf16* s_k = s_q + Tr::kTileQ;       // two stages
   bf16* s_v = s_k + 2 * Tr::kTileKV;  // two stages
 
-  const TileCoord tc = tile_coord<kMask, kBlockM, kBlockN>(p);
+  const TileCoord tc = tile_coord<kMask, kBlockM, kBlockN>(p, static_cast<int>(blockIdx.x));
   const int b = tc.b, h = tc.h, kvh = tc.kvh, m0 = tc.m0, n_blocks = tc.n_blocks;
   const int seq_len = p.seq_len;
 

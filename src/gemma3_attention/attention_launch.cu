@@ -3,6 +3,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -19,10 +20,14 @@ namespace {
 constexpr const char* kOp = "gemma3_attention";
 using Traits128 = AttentionTraits</*kBlockM=*/64, /*kBlockN=*/64, /*kHeadDim=*/128, /*kWarps=*/4>;
 
-// Sequences longer than this go to the Hopper kernel; shorter ones keep the 64-row kernel, whose grid has twice
-// the CTAs (measured: equal at S = 512, the 64-row kernel 2-3% ahead at S <= 256, the Hopper kernel ahead from
-// S = 293 on).
-constexpr int kSm90MinSeqLen = 257;
+// Kernel and grid choice, from `gk bench` per-kernel timings on the H200 (docs/perf-log.md, v3):
+// - The Hopper kernel's grid of 128-row tiles is too small to fill the GPU when it has fewer tiles than half the
+//   SMs (B = 1, S = 128: 24 tiles, 7.0 us against 6.1 us for the 64-row kernel); the 64-row kernel takes those.
+// - The Hopper kernel runs persistent (one CTA per SM walking tiles) for short sequences, where per-tile setup
+//   and the Q load are a large part of each tile (B = 32, S = 256: 105 -> 75 us), and one CTA per tile from
+//   S = 2048 on, where the hardware's dynamic CTA scheduling balances the causal tiles better than the static
+//   snake order (S = 8192: 921 us against 946 us persistent).
+constexpr int kPersistentMaxSeqLen = 2047;
 
 enum class Choice { kAuto, kMma, kWgmma };
 
@@ -51,7 +56,29 @@ Status prepare_grid(Kernel kernel, size_t smem_bytes, int block_m, AttentionPara
     return detail::error(GK_STATUS_INVALID_ARGUMENT, "%s: batch*num_q_heads*ceil(seq_len/%d) = %lld exceeds 2^31-1",
                          kOp, block_m, static_cast<long long>(n));
   }
+  p->num_tiles = static_cast<int>(n);
   *blocks = static_cast<unsigned>(n);
+  return Status::Ok();
+}
+
+// Streaming multiprocessors of the current device, for persistent grids (one attribute query per device).
+Status sm_count(int* count) {
+  static std::mutex mu;
+  static int cached[64] = {};
+  int device = 0;
+  GK_RETURN_IF_ERROR(detail::cuda_status(cudaGetDevice(&device), kOp, "cudaGetDevice"));
+  std::lock_guard<std::mutex> lock(mu);
+  if (device >= 64 || cached[device] == 0) {
+    int n = 0;
+    GK_RETURN_IF_ERROR(detail::cuda_status(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device), kOp,
+                                           "cudaDeviceGetAttribute(multiProcessorCount)"));
+    if (device >= 64) {
+      *count = n;
+      return Status::Ok();
+    }
+    cached[device] = n;
+  }
+  *count = cached[device];
   return Status::Ok();
 }
 
@@ -119,6 +146,9 @@ Status launch_wgmma(AttentionParams p, const Sm90Columns& cols, cudaStream_t str
   auto kernel = attention_sm90_kernel<kSoftcap, kMask>;
   unsigned blocks = 0;
   GK_RETURN_IF_ERROR(prepare_grid(kernel, Tr::kSmemBytes, Tr::kBlockM, &p, &blocks));
+  int sms = 0;
+  GK_RETURN_IF_ERROR(sm_count(&sms));
+  if (p.seq_len <= kPersistentMaxSeqLen) blocks = std::min(blocks, static_cast<unsigned>(sms));
   kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(map, p, cols);
   return detail::check_launch(kOp, "attention sm90 kernel launch");
 }
@@ -127,8 +157,14 @@ template <bool kSoftcap, MaskMode kMask>
 Status launch_variant(const AttentionParams& p, cudaStream_t stream) {
   Sm90Columns cols{};
   const Choice forced = forced_choice();
-  const bool sm90 = sm90_layout(p, &cols) &&
-                    (forced == Choice::kWgmma || (forced == Choice::kAuto && p.seq_len >= kSm90MinSeqLen));
+  bool wide_grid = true;
+  if (forced == Choice::kAuto) {
+    int sms = 0;
+    GK_RETURN_IF_ERROR(sm_count(&sms));
+    const int64_t tiles = int64_t(p.batch) * p.num_q_heads * ((p.seq_len + Sm90Traits::kBlockM - 1) / Sm90Traits::kBlockM);
+    wide_grid = 2 * tiles >= sms;
+  }
+  const bool sm90 = sm90_layout(p, &cols) && forced != Choice::kMma && wide_grid;
   if (sm90) return launch_wgmma<kSoftcap, kMask>(p, cols, stream);
   return launch_mma<Traits128, kSoftcap, kMask>(p, stream);
 }

@@ -12,14 +12,14 @@ struct TileCoord {
   int n_blocks;   // key tiles to visit: all of them, or under a causal mask those at or left of the diagonal
 };
 
-// CTAs are ordered query block-major, heaviest (largest m_block) first, so under a causal mask the long blocks
-// start early and the last wave is made of short ones.
+// Work tiles are ordered query block-major, heaviest (largest m_block) first, so under a causal mask the long
+// blocks start early and the last wave (or, for a persistent grid, each CTA's last tile) is a short one.
 template <MaskMode kMask, int kBlockM, int kBlockN>
-__device__ __forceinline__ TileCoord tile_coord(const AttentionParams& p) {
+__device__ __forceinline__ TileCoord tile_coord(const AttentionParams& p, int tile) {
   TileCoord t;
   const int bh_count = p.batch * p.num_q_heads;
-  const int bh = blockIdx.x % bh_count;
-  const int m_block = p.num_m_blocks - 1 - static_cast<int>(blockIdx.x / bh_count);
+  const int bh = tile % bh_count;
+  const int m_block = p.num_m_blocks - 1 - tile / bh_count;
   t.b = bh / p.num_q_heads;
   t.h = bh % p.num_q_heads;
   t.kvh = t.h / p.group_size;
@@ -27,6 +27,14 @@ __device__ __forceinline__ TileCoord tile_coord(const AttentionParams& p) {
   t.n_blocks = (p.seq_len + kBlockN - 1) / kBlockN;
   if constexpr (kMask == MaskMode::kCausal) t.n_blocks = min(t.n_blocks, (t.m0 + kBlockM + kBlockN - 1) / kBlockN);
   return t;
+}
+
+// A persistent grid's r-th tile for this CTA. Rounds alternate direction (a snake), so the CTA that took the
+// heaviest tile of one round takes the lightest of the next: under the heaviest-first order a plain stride would
+// hand CTA 0 the heaviest tile of every round (measured: 8% slower at S = 8192). Past num_tiles: no more work.
+__device__ __forceinline__ int persistent_tile(int round) {
+  const int g = static_cast<int>(gridDim.x), c = static_cast<int>(blockIdx.x);
+  return round * g + ((round & 1) ? g - 1 - c : c);
 }
 
 }  // namespace gk::gemma3

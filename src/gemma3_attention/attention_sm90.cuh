@@ -1,8 +1,11 @@
 // Flash-attention forward for Hopper (sm_90a): warp-specialized, TMA-fed, wgmma.
 //
-// One CTA owns 128 query rows of one (batch, query head). Warpgroup 0 is the producer: one thread issues TMA
-// loads of Q once and of K and V tiles (128 keys each) into a two-stage shared-memory ring, each stage completing
-// on an mbarrier and released by the consumers through another. Warpgroups 1 and 2 are consumers, 64 query rows
+// The grid is persistent: each CTA walks work tiles of 128 query rows of one (batch, query head), taking one per
+// round of the heaviest-first order in snake fashion (attention_scheduler.cuh). Warpgroup 0 is the producer: one thread issues the TMA loads of each
+// tile's Q and of its K and V tiles (128 keys each) into a two-stage shared-memory ring, each stage completing on
+// an mbarrier and released by the consumers through another; the ring and its phases run on across work tiles,
+// and the next tile's Q loads as soon as the consumers' last Q K^T of the current one has completed, so the
+// loads of one tile overlap the last P*V and the output store of the previous. Warpgroups 1 and 2 are consumers, 64 query rows
 // each: S = Q K^T with wgmma (both operands from shared memory), the online softmax in registers (the same code as
 // the sm_80 kernel: the wgmma accumulator layout is the mma.sync one), then O += P V with wgmma taking P straight
 // from registers and V from shared memory read transposed. Registers move from the producer to the consumers
@@ -31,7 +34,7 @@ struct Sm90Traits {
   static constexpr int kBoxRows = 128;
   static constexpr uint32_t kBoxBytes = kBoxCols * kBoxRows * 2;  // 16 KB
   static constexpr uint32_t kTileBytes = 2 * kBoxBytes;           // a 128 x 128 bf16 tile as two column boxes
-  static constexpr int kNumBarriers = 1 + 4 * kStages;            // Q full; K, V full; K, V empty
+  static constexpr int kNumBarriers = 2 + 4 * kStages;            // Q full, Q empty; K, V full; K, V empty
   static constexpr size_t kSmemBytes = 1024 + size_t(kTileBytes) * (1 + 2 * kStages) + 8 * kNumBarriers;
   static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs = 240;
@@ -59,17 +62,16 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
   const uint32_t s_v = s_k + Tr::kStages * Tr::kTileBytes;    // kStages tiles
   const uint32_t bar = s_v + Tr::kStages * Tr::kTileBytes;    // 8-byte mbarriers
   const uint32_t q_full = bar;
-  const auto k_full = [&](int s) { return bar + 8u * (1 + s); };
-  const auto v_full = [&](int s) { return bar + 8u * (1 + Tr::kStages + s); };
-  const auto k_empty = [&](int s) { return bar + 8u * (1 + 2 * Tr::kStages + s); };
-  const auto v_empty = [&](int s) { return bar + 8u * (1 + 3 * Tr::kStages + s); };
-
-  const TileCoord tc = tile_coord<kMask, Tr::kBlockM, Tr::kBlockN>(p);
-  const int b = tc.b, h = tc.h, kvh = tc.kvh, m0 = tc.m0, n_blocks = tc.n_blocks;
+  const uint32_t q_empty = bar + 8u;
+  const auto k_full = [&](int s) { return bar + 8u * (2 + s); };
+  const auto v_full = [&](int s) { return bar + 8u * (2 + Tr::kStages + s); };
+  const auto k_empty = [&](int s) { return bar + 8u * (2 + 2 * Tr::kStages + s); };
+  const auto v_empty = [&](int s) { return bar + 8u * (2 + 3 * Tr::kStages + s); };
   const int seq_len = p.seq_len;
 
   if (threadIdx.x == 0) {
     device::mbar_init(q_full, 1);
+    device::mbar_init(q_empty, Tr::kConsumerWarps);
     for (int s = 0; s < Tr::kStages; ++s) {
       device::mbar_init(k_full(s), 1);
       device::mbar_init(v_full(s), 1);
@@ -86,24 +88,32 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     device::regs_dealloc<Tr::kProducerRegs>();
     if (threadIdx.x == 0) {
       device::tma_prefetch_descriptor(&qkv_map);
-      const int q_col = h * Tr::kHeadDim;
-      const int k_col = cols.k_col + kvh * Tr::kHeadDim;
-      const int v_col = cols.v_col + kvh * Tr::kHeadDim;
-      device::mbar_arrive_expect_tx(q_full, Tr::kTileBytes);
-      device::tma_load_3d(s_q, &qkv_map, q_full, q_col, m0, b);
-      device::tma_load_3d(s_q + Tr::kBoxBytes, &qkv_map, q_full, q_col + Tr::kBoxCols, m0, b);
-      for (int nb = 0; nb < n_blocks; ++nb) {
-        const int s = nb % Tr::kStages;
-        const int round = nb / Tr::kStages;
-        const int n0 = nb * Tr::kBlockN;
-        if (round > 0) device::mbar_wait(k_empty(s), (round - 1) & 1);
-        device::mbar_arrive_expect_tx(k_full(s), Tr::kTileBytes);
-        device::tma_load_3d(s_k + s * Tr::kTileBytes, &qkv_map, k_full(s), k_col, n0, b);
-        device::tma_load_3d(s_k + s * Tr::kTileBytes + Tr::kBoxBytes, &qkv_map, k_full(s), k_col + Tr::kBoxCols, n0, b);
-        if (round > 0) device::mbar_wait(v_empty(s), (round - 1) & 1);
-        device::mbar_arrive_expect_tx(v_full(s), Tr::kTileBytes);
-        device::tma_load_3d(s_v + s * Tr::kTileBytes, &qkv_map, v_full(s), v_col, n0, b);
-        device::tma_load_3d(s_v + s * Tr::kTileBytes + Tr::kBoxBytes, &qkv_map, v_full(s), v_col + Tr::kBoxCols, n0, b);
+      int it = 0;  // K/V tiles loaded so far: ring stage and phase
+      for (int local = 0;; ++local) {
+        const int tile = persistent_tile(local);
+        if (tile >= p.num_tiles) break;
+        const TileCoord tc = tile_coord<kMask, Tr::kBlockM, Tr::kBlockN>(p, tile);
+        const int q_col = tc.h * Tr::kHeadDim;
+        const int k_col = cols.k_col + tc.kvh * Tr::kHeadDim;
+        const int v_col = cols.v_col + tc.kvh * Tr::kHeadDim;
+        if (local > 0) device::mbar_wait(q_empty, (local - 1) & 1);
+        device::mbar_arrive_expect_tx(q_full, Tr::kTileBytes);
+        device::tma_load_3d(s_q, &qkv_map, q_full, q_col, tc.m0, tc.b);
+        device::tma_load_3d(s_q + Tr::kBoxBytes, &qkv_map, q_full, q_col + Tr::kBoxCols, tc.m0, tc.b);
+        for (int nb = 0; nb < tc.n_blocks; ++nb, ++it) {
+          const int s = it % Tr::kStages;
+          const int round = it / Tr::kStages;
+          const int n0 = nb * Tr::kBlockN;
+          const uint32_t k_tile = s_k + s * Tr::kTileBytes, v_tile = s_v + s * Tr::kTileBytes;
+          if (round > 0) device::mbar_wait(k_empty(s), (round - 1) & 1);
+          device::mbar_arrive_expect_tx(k_full(s), Tr::kTileBytes);
+          device::tma_load_3d(k_tile, &qkv_map, k_full(s), k_col, n0, tc.b);
+          device::tma_load_3d(k_tile + Tr::kBoxBytes, &qkv_map, k_full(s), k_col + Tr::kBoxCols, n0, tc.b);
+          if (round > 0) device::mbar_wait(v_empty(s), (round - 1) & 1);
+          device::mbar_arrive_expect_tx(v_full(s), Tr::kTileBytes);
+          device::tma_load_3d(v_tile, &qkv_map, v_full(s), v_col, n0, tc.b);
+          device::tma_load_3d(v_tile + Tr::kBoxBytes, &qkv_map, v_full(s), v_col + Tr::kBoxCols, n0, tc.b);
+        }
       }
     }
     return;
@@ -114,26 +124,19 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
   const int half_block = warpgroup - 1;  // which 64 rows of the 128
   const int warp = (threadIdx.x / 32) % 4;
   const int lane = threadIdx.x % 32;
-  const int wg_row0 = m0 + half_block * 64;
-  const int row0 = wg_row0 + warp * 16 + (lane >> 2);
-
-  OnlineSoftmax softmax;
-  float acc_o[kDTiles][4];
-#pragma unroll
-  for (int i = 0; i < kDTiles; ++i) acc_o[i][0] = acc_o[i][1] = acc_o[i][2] = acc_o[i][3] = 0.f;
-  const __nv_bfloat16* mask_rows = nullptr;
-  if constexpr (kMask == MaskMode::kAdditive) mask_rows = p.mask + b * p.mask_batch_stride;
-
   // This warpgroup's 64 rows start 64 * 128 bytes into each Q box.
   const uint32_t q_rows = s_q + half_block * 64 * 128;
+
+  float acc_o[kDTiles][4];
   float acc_s[kNTiles][4];
   uint32_t p_frag[kNTiles / 2][4];
 
-  const auto parity = [](int nb) { return uint32_t(nb / Tr::kStages) & 1u; };
-  const auto issue_qk = [&](int nb) {
-    const int s = nb % Tr::kStages;
-    const uint32_t k_tile = s_k + s * Tr::kTileBytes;
-    device::mbar_wait(k_full(s), parity(nb));
+  // `g` counts K/V tiles across the CTA's work tiles, as the producer does.
+  const auto stage = [](int g) { return g % Tr::kStages; };
+  const auto parity = [](int g) { return uint32_t(g / Tr::kStages) & 1u; };
+  const auto issue_qk = [&](int g) {
+    const uint32_t k_tile = s_k + stage(g) * Tr::kTileBytes;
+    device::mbar_wait(k_full(stage(g)), parity(g));
     device::wgmma_fence();
 #pragma unroll
     for (int k = 0; k < Tr::kHeadDim / 16; ++k) {
@@ -144,10 +147,9 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     }
     device::wgmma_commit();
   };
-  const auto issue_pv = [&](int nb) {
-    const int s = nb % Tr::kStages;
-    const uint32_t v_tile = s_v + s * Tr::kTileBytes;
-    device::mbar_wait(v_full(s), parity(nb));
+  const auto issue_pv = [&](int g) {
+    const uint32_t v_tile = s_v + stage(g) * Tr::kTileBytes;
+    device::mbar_wait(v_full(stage(g)), parity(g));
     device::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
@@ -158,60 +160,83 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     }
     device::wgmma_commit();
   };
-  const auto logits = [&](int nb) {
-    const int n0 = nb * Tr::kBlockN;
-    const bool edge =
-        (n0 + Tr::kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + Tr::kBlockN - 1 > wg_row0);
-    scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, mask_rows, row0, n0 + 2 * (lane & 3), seq_len, edge);
-  };
   const auto release = [&](uint32_t empty_bar) {
     if (lane == 0) device::mbar_arrive(empty_bar);
   };
 
   // The two consumer warpgroups take turns issuing their tensor-core work (named barriers 1 and 2), so one's
   // softmax runs while the other's GEMMs occupy the tensor cores. Within a warpgroup, the softmax of tile j
-  // overlaps its own P*V of tile j-1.
+  // overlaps its own P*V of tile j-1. Both warpgroups take the same number of turns per work tile, so the
+  // alternation carries over from one work tile to the next.
   constexpr int kSchedThreads = 2 * 128;
   const int my_turn = 1 + half_block, other_turn = 2 - half_block;
   if (half_block == 1) device::named_barrier_arrive(other_turn, kSchedThreads);  // the first half goes first
 
-  device::mbar_wait(q_full, 0);
-  device::named_barrier_sync(my_turn, kSchedThreads);
-  issue_qk(0);
-  device::named_barrier_arrive(other_turn, kSchedThreads);
-  device::wgmma_wait<0>();
-  device::fence_accumulators(acc_s);
-  release(k_empty(0));
-  float alpha[2];
-  logits(0);
-  softmax.exponentiate(acc_s, alpha);  // the output is still zero: nothing to rescale
-  pack_p(acc_s, p_frag);
+  int g0 = 0;  // K/V tiles consumed before this work tile
+  for (int local = 0;; ++local) {
+    const int tile = persistent_tile(local);
+    if (tile >= p.num_tiles) break;
+    const TileCoord tc = tile_coord<kMask, Tr::kBlockM, Tr::kBlockN>(p, tile);
+    const int n_blocks = tc.n_blocks;
+    const int wg_row0 = tc.m0 + half_block * 64;
+    const int row0 = wg_row0 + warp * 16 + (lane >> 2);
+    const __nv_bfloat16* mask_rows = nullptr;
+    if constexpr (kMask == MaskMode::kAdditive) mask_rows = p.mask + tc.b * p.mask_batch_stride;
+    const auto logits = [&](int nb) {
+      const int n0 = nb * Tr::kBlockN;
+      const bool edge =
+          (n0 + Tr::kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + Tr::kBlockN - 1 > wg_row0);
+      scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, mask_rows, row0, n0 + 2 * (lane & 3), seq_len, edge);
+    };
+    // Q is free for the next work tile once this tile's last Q K^T has completed.
+    const auto after_qk = [&](int nb) {
+      release(k_empty(stage(g0 + nb)));
+      if (nb == n_blocks - 1) release(q_empty);
+    };
 
-  for (int nb = 1; nb < n_blocks; ++nb) {
+    OnlineSoftmax softmax;
+#pragma unroll
+    for (int i = 0; i < kDTiles; ++i) acc_o[i][0] = acc_o[i][1] = acc_o[i][2] = acc_o[i][3] = 0.f;
+
+    device::mbar_wait(q_full, local & 1);
     device::named_barrier_sync(my_turn, kSchedThreads);
-    issue_qk(nb);
-    issue_pv(nb - 1);
+    issue_qk(g0);
     device::named_barrier_arrive(other_turn, kSchedThreads);
-    device::wgmma_wait<1>();  // S of tile nb is ready; P*V of tile nb-1 may still run
+    device::wgmma_wait<0>();
     device::fence_accumulators(acc_s);
-    release(k_empty(nb % Tr::kStages));
-    logits(nb);
-    softmax.exponentiate(acc_s, alpha);
+    after_qk(0);
+    float alpha[2];
+    logits(0);
+    softmax.exponentiate(acc_s, alpha);  // the output is still zero: nothing to rescale
+    pack_p(acc_s, p_frag);
+
+    for (int nb = 1; nb < n_blocks; ++nb) {
+      device::named_barrier_sync(my_turn, kSchedThreads);
+      issue_qk(g0 + nb);
+      issue_pv(g0 + nb - 1);
+      device::named_barrier_arrive(other_turn, kSchedThreads);
+      device::wgmma_wait<1>();  // S of tile nb is ready; P*V of tile nb-1 may still run
+      device::fence_accumulators(acc_s);
+      after_qk(nb);
+      logits(nb);
+      softmax.exponentiate(acc_s, alpha);
+      device::wgmma_wait<0>();
+      device::fence_accumulators(acc_o);
+      release(v_empty(stage(g0 + nb - 1)));
+      OnlineSoftmax::rescale(acc_o, alpha);
+      pack_p(acc_s, p_frag);
+    }
+
+    device::named_barrier_sync(my_turn, kSchedThreads);
+    issue_pv(g0 + n_blocks - 1);
+    device::named_barrier_arrive(other_turn, kSchedThreads);
     device::wgmma_wait<0>();
     device::fence_accumulators(acc_o);
-    release(v_empty((nb - 1) % Tr::kStages));
-    OnlineSoftmax::rescale(acc_o, alpha);
-    pack_p(acc_s, p_frag);
+    release(v_empty(stage(g0 + n_blocks - 1)));
+
+    store_output(acc_o, softmax, p, tc.b, tc.h, row0, lane);
+    g0 += n_blocks;
   }
-
-  device::named_barrier_sync(my_turn, kSchedThreads);
-  issue_pv(n_blocks - 1);
-  device::named_barrier_arrive(other_turn, kSchedThreads);
-  device::wgmma_wait<0>();
-  device::fence_accumulators(acc_o);
-  release(v_empty((n_blocks - 1) % Tr::kStages));
-
-  store_output(acc_o, softmax, p, b, h, row0, lane);
 }
 
 }  // namespace gk::gemma3

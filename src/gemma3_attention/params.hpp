@@ -45,6 +45,7 @@ struct AttentionParams {
   int num_q_heads;
   int group_size;  // query heads per kv head
   int num_m_blocks;
+  int num_tiles;  // num_m_blocks * batch * num_q_heads: the work tiles a (persistent) grid walks
 
   // Scores live in the log2 domain so the softmax uses ex2 directly.
   float scale_log2;   // no softcap: logit2 = dot * scale * log2(e)

@@ -1,6 +1,9 @@
 // The audio QKV operator on the GPU, both precision modes, against the fp64 references.
+#include <cmath>
 #include <string>
+#include <vector>
 
+#include "device_buffer.hpp"
 #include "gpu_test_util.hpp"
 #include "problems.hpp"
 #include "suites.hpp"
@@ -131,5 +134,52 @@ TEST_P(AudioSmall, GpuReferenceAndFastPathAgainstCpuReference) {
 
 INSTANTIATE_TEST_SUITE_P(Small, AudioSmall, ::testing::Values(GK_PRECISION_TF32, GK_PRECISION_EXACT),
                          [](const auto& info) { return mode_name(info.param); });
+
+// tf32 mode must round its inputs to the nearest tf32 value (SPEC.md: truncation fails the official check on v).
+// Every input is 1 + 0.75 ulp(tf32) times a power of two, so rounding to nearest gives 1 + ulp and truncation 1:
+// v = sum over 1024 terms of x * w = (1 + 2^-10)^2 when rounded, 1 when truncated, (1 + 0.75 * 2^-10)^2 exact.
+// Row counts cover the GEMM kernel classes the suite's shapes select (small split-K, mid, large tiles).
+struct RoundingCase {
+  gk_precision precision;
+  int64_t rows;
+};
+void PrintTo(const RoundingCase& c, std::ostream* os) { *os << mode_name(c.precision) << " rows " << c.rows; }
+
+class AudioRounding : public GpuParamTest<RoundingCase> {};
+
+TEST_P(AudioRounding, InputsRoundToNearest) {
+  const int64_t hidden = 1024, rows = GetParam().rows;
+  AudioProblem p({1, rows, hidden, 8, 128, 1e-6f, GetParam().precision});
+  const auto t = p.tensors();
+  const float x = 1.f + 0.75f * std::ldexp(1.f, -10);
+  const std::vector<float> hs(rows * hidden, x), w(hidden * hidden, x * std::ldexp(1.f, -10)), ones(128, 1.f);
+  for (const auto* d : {&t.q_proj_weight, &t.k_proj_weight, &t.v_proj_weight}) {
+    GK_TK_CUDA(cudaMemcpy(d->data, w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  GK_TK_CUDA(cudaMemcpy(t.hidden_states.data, hs.data(), hs.size() * sizeof(float), cudaMemcpyHostToDevice));
+  GK_TK_CUDA(cudaMemcpy(t.q_norm_weight.data, ones.data(), 128 * sizeof(float), cudaMemcpyHostToDevice));
+  GK_TK_CUDA(cudaMemcpy(t.k_norm_weight.data, ones.data(), 128 * sizeof(float), cudaMemcpyHostToDevice));
+  GK_ASSERT_OK(p.run(handle(), stream()));
+  GK_TK_CUDA(cudaStreamSynchronize(stream()));
+  std::vector<float> v(rows * hidden);
+  GK_TK_CUDA(cudaMemcpy(v.data(), t.value_states.data, v.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  const double rn = std::pow(1.0 + std::ldexp(1.0, -10), 2), exact = double(x) * double(x);
+  const double want = GetParam().precision == GK_PRECISION_TF32 ? rn : exact;
+  for (size_t i = 0; i < v.size(); ++i) {
+    ASSERT_NEAR(v[i], want, 4e-6) << "element " << i << " (rounded: " << rn << ", truncated: 1, exact: " << exact
+                                  << ")";
+  }
+}
+
+std::vector<RoundingCase> rounding_cases() {
+  std::vector<RoundingCase> v;
+  for (gk_precision p : {GK_PRECISION_TF32, GK_PRECISION_EXACT})
+    for (int64_t rows : {4, 128, 586, 2164, 8192}) v.push_back({p, rows});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Rounding, AudioRounding, ::testing::ValuesIn(rounding_cases()), [](const auto& info) {
+  return mode_name(info.param.precision) + "_rows" + std::to_string(info.param.rows);
+});
 
 }  // namespace

@@ -96,6 +96,7 @@ gk_testkit::WorkloadResult bench_case(const Case& c, const BenchOptions& o, cons
       [&](cudaStream_t st, int i) { check_ok(sets[i % o.input_sets]->run(handle, st)); }, stream, t);
   w.cupti = timing.cupti;
   w.events = timing.events;
+  w.activities = timing.activities;
   return w;
 }
 
@@ -120,6 +121,7 @@ void add_bench(CLI::App& app, BenchOptions& o) {
   cmd->add_option("--peak-tf32-tflops", o.peak_tf32_tflops, "tf32 dense peak, TFLOP/s");
   cmd->add_option("--peak-gbps", o.peak_gbps, "Memory bandwidth peak, GB/s");
   cmd->add_option("--seed", o.seed, "Input seed (default: from the clock)");
+  cmd->add_flag("--breakdown", o.breakdown, "Also print each workload's kernels: median duration and gaps (CUPTI)");
   cmd->callback([cmd, &o] { o.custom = cmd->count("--op") > 0; });
 }
 
@@ -179,6 +181,7 @@ int bench(const BenchOptions& o_in) {
   cudaStreamDestroy(stream);
 
   std::fputs(gk_testkit::format_table(report).c_str(), stdout);
+  if (o.breakdown) std::fputs(("\n" + gk_testkit::format_breakdown(report)).c_str(), stdout);
   if (!o.json.empty()) {
     std::ofstream f(o.json);
     if (!f) throw std::runtime_error("cannot write " + o.json);

@@ -36,6 +36,7 @@ struct BenchOptions {
   std::string json;
   double peak_tflops = 0, peak_tf32_tflops = 0, peak_gbps = 0;  // 0: the device's datasheet values
   uint64_t seed = 0;
+  bool breakdown = false;
   bool custom = false;  // --op given: a custom shape instead of suites
 };
 

@@ -99,6 +99,10 @@ nlohmann::json to_json(const BenchReport& r) {
     for (const auto& w : s.workloads) {
       const double t = w.primary().median_us;
       const auto& c = w.check;
+      nlohmann::json acts = nlohmann::json::array();
+      for (const auto& a : w.activities) {
+        acts.push_back({{"name", a.name}, {"start_us", a.start_us}, {"duration_us", a.duration_us}});
+      }
       js["workloads"].push_back({
           {"label", w.label},
           {"batch", w.batch},
@@ -117,6 +121,7 @@ nlohmann::json to_json(const BenchReport& r) {
           {"gbps", t > 0 ? w.cost.bytes / t * 1e-3 : 0.0},
           {"sol_pct", t > 0 ? 100.0 * w.floor.us() / t : 0.0},
           {"sol_full_pct", t > 0 ? 100.0 * w.floor_full.us() / t : 0.0},
+          {"activities", acts},
           {"correctness",
            {{"checked", c.checked},
             {"pass", c.pass},
@@ -175,6 +180,32 @@ std::string format_table(const BenchReport& r) {
                   s.id.c_str(), s.mean_us(), s.geomean_us(), s.floor_mean_us(), 100.0 * s.floor_mean_us() / s.mean_us(),
                   s.floor_full_mean_us(), s.all_pass() ? "every workload passed" : "SOME WORKLOADS FAILED");
     line(buf);
+  }
+  return out;
+}
+
+std::string format_breakdown(const BenchReport& r) {
+  std::string out;
+  for (const auto& s : r.suites) {
+    for (const auto& w : s.workloads) {
+      if (w.activities.empty()) continue;
+      out += "suite " + s.id + " " + w.label + ": kernels in launch order (median start, duration, gap before)\n";
+      double prev_end = 0, busy = 0;
+      for (const auto& a : w.activities) {
+        // Kernel names are long mangled or templated strings: the part before the first '(' or '<' is enough.
+        std::string name = a.name.substr(0, a.name.find_first_of("(<"));
+        if (name.size() > 60) name = name.substr(0, 60);
+        char buf[256];
+        std::snprintf(buf, sizeof(buf), "  %-60s start %8.1f  dur %8.1f  gap %6.1f\n", name.c_str(), a.start_us,
+                      a.duration_us, a.start_us - prev_end);
+        out += buf;
+        prev_end = a.start_us + a.duration_us;
+        busy += a.duration_us;
+      }
+      char buf[160];
+      std::snprintf(buf, sizeof(buf), "  busy %.1f us of a %.1f us span\n", busy, w.primary().median_us);
+      out += buf;
+    }
   }
   return out;
 }

@@ -39,6 +39,7 @@ struct WorkloadResult {
   Floor floor, floor_full;
   Correctness check;
   TimingStats cupti, events;
+  std::vector<ActivityStat> activities;  // CUPTI timer only: each kernel's median start and duration
 
   const TimingStats& primary() const { return cupti.valid ? cupti : events; }
 };
@@ -68,5 +69,7 @@ struct BenchReport {
 
 nlohmann::json to_json(const BenchReport& report);
 std::string format_table(const BenchReport& report);
+// Per workload, the call's kernels in launch order with their median durations and the idle gaps between them.
+std::string format_breakdown(const BenchReport& report);
 
 }  // namespace gk_testkit

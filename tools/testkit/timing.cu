@@ -32,6 +32,29 @@ __global__ void l2_scrub_kernel(int4* p, size_t n) {
 }
 constexpr const char* kScrubKernelName = "l2_scrub_kernel";
 
+// Per launch-order position, medians over the timed iterations that launched the same number of activities.
+std::vector<ActivityStat> activity_breakdown(std::vector<std::vector<GpuActivity>>& per_iteration,
+                                             const std::vector<uint64_t>& first, int warmup) {
+  std::vector<ActivityStat> out;
+  const int total = static_cast<int>(per_iteration.size());
+  if (warmup >= total) return out;
+  for (auto& v : per_iteration) {
+    std::sort(v.begin(), v.end(), [](const GpuActivity& a, const GpuActivity& b) { return a.start_ns < b.start_ns; });
+  }
+  const size_t n = per_iteration[warmup].size();
+  for (size_t k = 0; k < n; ++k) {
+    std::vector<double> start, duration;
+    for (int i = warmup; i < total; ++i) {
+      const auto& v = per_iteration[i];
+      if (v.size() != n) continue;
+      start.push_back(double(v[k].start_ns - first[i]) * 1e-3);
+      duration.push_back(double(v[k].end_ns - v[k].start_ns) * 1e-3);
+    }
+    out.push_back({per_iteration[warmup][k].name, stats(start).median_us, stats(duration).median_us});
+  }
+  return out;
+}
+
 }  // namespace
 
 TimingResult time_call(const std::function<void(cudaStream_t, int)>& call, cudaStream_t stream,
@@ -71,13 +94,15 @@ TimingResult time_call(const std::function<void(cudaStream_t, int)>& call, cudaS
   if (o.events) r.events = stats(event_us);
   if (o.cupti) {
     std::vector<uint64_t> first(total, UINT64_MAX), last(total, 0);
-    for (const auto& a : cupti.end()) {
+    std::vector<std::vector<GpuActivity>> per_iteration(total);
+    for (auto& a : cupti.end()) {
       if (a.name.find(kScrubKernelName) != std::string::npos) continue;
       const auto it = std::lower_bound(done_ns.begin(), done_ns.end(), a.start_ns);  // first boundary >= start
       if (it == done_ns.begin() || it == done_ns.end()) continue;  // outside the timed loop
       const size_t i = static_cast<size_t>(it - done_ns.begin()) - 1;
       first[i] = std::min(first[i], a.start_ns);
       last[i] = std::max(last[i], a.end_ns);
+      per_iteration[i].push_back(std::move(a));
     }
     std::vector<double> us;
     for (int i = o.warmup; i < total; ++i) {
@@ -87,6 +112,7 @@ TimingResult time_call(const std::function<void(cudaStream_t, int)>& call, cudaS
       us.push_back(double(last[i] - first[i]) * 1e-3);
     }
     r.cupti = stats(us);
+    r.activities = activity_breakdown(per_iteration, first, o.warmup);
   }
   return r;
 }

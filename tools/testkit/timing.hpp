@@ -10,6 +10,8 @@
 #include <cuda_runtime_api.h>
 
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace gk_testkit {
 
@@ -18,9 +20,18 @@ struct TimingStats {
   double median_us = 0, min_us = 0, max_us = 0;
 };
 
+// One GPU activity of the call, by its position in launch order: medians over the timed iterations of its start
+// relative to the call's first activity and of its duration. The gap before activity i is
+// start_us[i] - (start_us[i-1] + duration_us[i-1]) when the medians come from the same iterations.
+struct ActivityStat {
+  std::string name;
+  double start_us = 0, duration_us = 0;
+};
+
 struct TimingResult {
   int iterations = 0;
   TimingStats events, cupti;
+  std::vector<ActivityStat> activities;  // filled by the CUPTI timer
 };
 
 struct TimingOptions {
