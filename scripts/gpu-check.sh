@@ -51,11 +51,15 @@ step "host tests" "$BUILD/bin/gk_host_tests" --gtest_brief=1
 FILTER='*'
 [ $QUICK -eq 1 ] && FILTER='*Small*:*W047*B1_S128*:*W054*B1_S128*'
 step "gpu tests" "$BUILD/bin/gk_gpu_tests" --gtest_filter="$FILTER" --gtest_output=xml:"$OUT/gpu-tests.xml"
-# The attention kernel is chosen by sequence length; run the layer's tests once more with each kernel pinned so
-# both see every shape, mask and variant.
+# The attention kernel and the audio tf32 path are chosen by shape; run those tests once more with each pinned so
+# every kernel sees every shape, mask and variant.
 for k in wgmma mma; do
   step "gemma3 tests, attention=$k" env GK_ATTENTION_KERNEL=$k "$BUILD/bin/gk_gpu_tests" \
     --gtest_filter='*Gemma3*:*W047*:GpuTest.*' --gtest_brief=1
+done
+for a in fused cublas; do
+  step "audio tests, tf32 path=$a" env GK_AUDIO_TF32_PATH=$a "$BUILD/bin/gk_gpu_tests" \
+    --gtest_filter='*Audio*:*W054*' --gtest_brief=1
 done
 
 if command -v compute-sanitizer > /dev/null; then
@@ -66,6 +70,10 @@ if command -v compute-sanitizer > /dev/null; then
   step "racecheck (attention=mma, small)" env GK_ATTENTION_KERNEL=mma compute-sanitizer --tool racecheck \
     --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" \
     --gtest_filter='Small/Gemma3Small.*causal_softcap:Small/Gemma3Small.*s130*' --gtest_brief=1
+  step "racecheck (audio fused tf32, small)" compute-sanitizer --tool racecheck --error-exitcode 1 \
+    "$BUILD/bin/gk_gpu_tests" --gtest_filter='*AudioSmall*tf32*:*AudioRounding*tf32_rows586*' --gtest_brief=1
+  step "synccheck (audio fused tf32, small)" compute-sanitizer --tool synccheck --error-exitcode 1 \
+    "$BUILD/bin/gk_gpu_tests" --gtest_filter='*AudioSmall*tf32*:*AudioRounding*tf32_rows4*' --gtest_brief=1
   for k in mma wgmma; do
     step "synccheck (attention=$k, small)" env GK_ATTENTION_KERNEL=$k compute-sanitizer --tool synccheck \
       --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" --gtest_filter='Small/Gemma3Small.*s130*' --gtest_brief=1
@@ -84,7 +92,7 @@ if [ $FIXTURES -eq 1 ]; then
 fi
 
 if [ $TIMING -eq 1 ]; then
-  step "gk bench (both suites)" "$BUILD/bin/gk" bench --timer both --json "$OUT/gk-bench.json"
+  step "gk bench (both suites)" "$BUILD/bin/gk" bench --timer both --breakdown --json "$OUT/gk-bench.json"
   step "gk bench 054 exact" "$BUILD/bin/gk" bench --suite 054 --precision exact
 fi
 

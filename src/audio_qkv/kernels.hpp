@@ -9,6 +9,18 @@
 
 namespace gk::audio {
 
+struct QkvGemmParams;
+
+// The fused tf32 path: q|k|v projections on tensor cores with round-to-nearest inputs, q and k normalized in the
+// epilogue (qkv_gemm_sm90.cuh). Fills k_blocks itself.
+Status launch_qkv_gemm_tf32(const QkvGemmParams& params, cudaStream_t stream);
+
+// Whether the fused kernel is the faster tf32 path for this shape: when its 128-row x one-head tiles fit in one
+// wave. There one launch (K split over a cluster when the grid is small) beats three cuBLASLt GEMMs and a norm
+// kernel; past one wave cuBLASLt's mainloop is faster than the fused kernel's (~175 against ~370 TFLOP/s at
+// M = 8192 on the H200: docs/perf-log.md v3).
+Status qkv_gemm_tf32_preferred(int64_t rows, int64_t hidden, int64_t heads, bool* preferred);
+
 // In place on q and k, each [rows, heads*128]: every head -> x / sqrt(mean(x^2) + eps) * w (q_weight for q,
 // k_weight for k). One launch.
 Status launch_head_rmsnorm(float* q, const float* q_weight, float* k, const float* k_weight, int64_t rows,

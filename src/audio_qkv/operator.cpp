@@ -1,11 +1,15 @@
-// The audio QKV operator: contract checks and orchestration. tf32 mode runs cuBLASLt's fast-tf32 GEMMs, whose
-// kernels convert their fp32 operands to tf32 by rounding to nearest (truncation would fail the official check on
-// V): the GPU test AudioRounding pins that behaviour at every row count class the suite uses. exact mode runs
-// fp32 FMA GEMMs. q and k are then normalized in place in the outputs, both in one launch.
+// The audio QKV operator: contract checks and orchestration. tf32 mode on shapes whose tiles fit in one wave is
+// one fused Hopper kernel (projections on tf32 tensor cores with inputs rounded to nearest, norms in the epilogue:
+// qkv_gemm_sm90.cuh). Larger tf32 shapes and exact mode run three cuBLASLt GEMMs (fast-tf32, whose kernels round
+// their operands to nearest as the GPU test AudioRounding checks, or fp32 FMA) and then normalize q and k in place
+// in one launch.
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <cstdint>
 
 #include "audio_qkv/kernels.hpp"
+#include "audio_qkv/params.hpp"
 #include "common/checked_math.hpp"
 #include "common/gemm.hpp"
 #include "common/status_util.hpp"
@@ -53,6 +57,20 @@ Status check_config(const AudioQkvConfig& c) {
     return error(GK_STATUS_INVALID_ARGUMENT, "%s: batch*seq_len x projection width exceeds 2^48 elements", kOp);
   }
   return Status::Ok();
+}
+
+enum class TfPath { kAuto, kFused, kCublas };
+
+// GK_AUDIO_TF32_PATH=fused|cublas pins the tf32 path (tests run every shape through both; benchmarks compare).
+TfPath forced_path() {
+  static const TfPath p = [] {
+    const char* v = std::getenv("GK_AUDIO_TF32_PATH");
+    if (v == nullptr) return TfPath::kAuto;
+    if (std::strcmp(v, "fused") == 0) return TfPath::kFused;
+    if (std::strcmp(v, "cublas") == 0) return TfPath::kCublas;
+    return TfPath::kAuto;
+  }();
+  return p;
 }
 
 struct Layout {
@@ -113,6 +131,32 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
   const Layout ws = carve(c, workspace);
   const int64_t rows = c.batch * c.seq_len;
   const int64_t n = c.num_heads * c.head_dim;
+
+  bool fused = false;
+  if (c.precision == GK_PRECISION_TF32) {
+    GK_RETURN_IF_ERROR(audio::qkv_gemm_tf32_preferred(rows, c.hidden, c.num_heads, &fused));
+    const TfPath forced = forced_path();
+    if (forced != TfPath::kAuto) {
+      fused = forced == TfPath::kFused && rows <= audio::kQkvMaxRowTiles * 128 && c.hidden <= INT32_MAX;
+    }
+  }
+  if (fused) {
+    audio::QkvGemmParams p{};
+    p.hidden = static_cast<const float*>(t.hidden_states.data);
+    p.wq = static_cast<const float*>(t.q_proj_weight.data);
+    p.wk = static_cast<const float*>(t.k_proj_weight.data);
+    p.wv = static_cast<const float*>(t.v_proj_weight.data);
+    p.q_norm = static_cast<const float*>(t.q_norm_weight.data);
+    p.k_norm = static_cast<const float*>(t.k_norm_weight.data);
+    p.q = static_cast<float*>(t.query_states.data);
+    p.k = static_cast<float*>(t.key_states.data);
+    p.v = static_cast<float*>(t.value_states.data);
+    p.m = static_cast<int>(rows);
+    p.k_dim = static_cast<int>(c.hidden);
+    p.heads = static_cast<int>(c.num_heads);
+    p.eps = c.eps;
+    return audio::launch_qkv_gemm_tf32(p, stream);
+  }
 
   const void* hidden = t.hidden_states.data;
   const void* weights[3] = {t.q_proj_weight.data, t.k_proj_weight.data, t.v_proj_weight.data};

@@ -1,14 +1,14 @@
 // Variant selection and launch of the attention kernels. The supported matrix is instantiated explicitly here:
 // head_dim 128 x {softcap on, off} x {causal, additive, none}, for the sm_80-class kernel and the Hopper kernel.
 #include <cuda.h>
-#include <cudaTypedefs.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 #include "common/cuda_check.hpp"
+#include "common/device_props.hpp"
+#include "common/tensor_map.hpp"
 #include "gemma3_attention/attention_kernel.cuh"
 #include "gemma3_attention/attention_sm90.cuh"
 #include "gemma3_attention/kernels.hpp"
@@ -61,27 +61,6 @@ Status prepare_grid(Kernel kernel, size_t smem_bytes, int block_m, AttentionPara
   return Status::Ok();
 }
 
-// Streaming multiprocessors of the current device, for persistent grids (one attribute query per device).
-Status sm_count(int* count) {
-  static std::mutex mu;
-  static int cached[64] = {};
-  int device = 0;
-  GK_RETURN_IF_ERROR(detail::cuda_status(cudaGetDevice(&device), kOp, "cudaGetDevice"));
-  std::lock_guard<std::mutex> lock(mu);
-  if (device >= 64 || cached[device] == 0) {
-    int n = 0;
-    GK_RETURN_IF_ERROR(detail::cuda_status(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device), kOp,
-                                           "cudaDeviceGetAttribute(multiProcessorCount)"));
-    if (device >= 64) {
-      *count = n;
-      return Status::Ok();
-    }
-    cached[device] = n;
-  }
-  *count = cached[device];
-  return Status::Ok();
-}
-
 template <class Tr, bool kSoftcap, MaskMode kMask>
 Status launch_mma(AttentionParams p, cudaStream_t stream) {
   auto kernel = attention_fwd_kernel<Tr, kSoftcap, kMask>;
@@ -91,38 +70,13 @@ Status launch_mma(AttentionParams p, cudaStream_t stream) {
   return detail::check_launch(kOp, "attention kernel launch");
 }
 
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
-      f = nullptr;
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
-}
-
 // The packed q|k|v buffer as a 3-D tensor [B][S][width] (bf16) in 64-column x 128-row boxes with the 128-byte
 // swizzle; rows past S of a batch read as zeros.
 Status encode_qkv_map(const AttentionParams& p, CUtensorMap* map) {
-  const auto encode = tensor_map_encoder();
-  if (encode == nullptr) {
-    return detail::error(GK_STATUS_CUDA_ERROR, "%s: cuTensorMapEncodeTiled is not available from the driver", kOp);
-  }
-  const cuuint64_t dims[3] = {cuuint64_t(p.q_token_stride), cuuint64_t(p.seq_len), cuuint64_t(p.batch)};
-  const cuuint64_t strides[2] = {cuuint64_t(p.q_token_stride) * 2, cuuint64_t(p.q_batch_stride) * 2};
-  const cuuint32_t box[3] = {Sm90Traits::kBoxCols, Sm90Traits::kBoxRows, 1};
-  const cuuint32_t elem_strides[3] = {1, 1, 1};
-  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<__nv_bfloat16*>(p.q), dims, strides,
-                            box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    return detail::error(GK_STATUS_CUDA_ERROR, "%s: cuTensorMapEncodeTiled failed (CUresult %d)", kOp, int(r));
-  }
-  return Status::Ok();
+  const uint64_t dims[3] = {uint64_t(p.q_token_stride), uint64_t(p.seq_len), uint64_t(p.batch)};
+  const uint64_t strides[2] = {uint64_t(p.q_token_stride) * 2, uint64_t(p.q_batch_stride) * 2};
+  const uint32_t box[3] = {Sm90Traits::kBoxCols, Sm90Traits::kBoxRows, 1};
+  return detail::encode_tiled_map(kOp, map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, p.q, dims, strides, box);
 }
 
 // The Hopper kernel reads q, k and v through one tensor map: they must be column ranges of one packed buffer.
@@ -147,7 +101,7 @@ Status launch_wgmma(AttentionParams p, const Sm90Columns& cols, cudaStream_t str
   unsigned blocks = 0;
   GK_RETURN_IF_ERROR(prepare_grid(kernel, Tr::kSmemBytes, Tr::kBlockM, &p, &blocks));
   int sms = 0;
-  GK_RETURN_IF_ERROR(sm_count(&sms));
+  GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
   if (p.seq_len <= kPersistentMaxSeqLen) blocks = std::min(blocks, static_cast<unsigned>(sms));
   kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(map, p, cols);
   return detail::check_launch(kOp, "attention sm90 kernel launch");
@@ -160,7 +114,7 @@ Status launch_variant(const AttentionParams& p, cudaStream_t stream) {
   bool wide_grid = true;
   if (forced == Choice::kAuto) {
     int sms = 0;
-    GK_RETURN_IF_ERROR(sm_count(&sms));
+    GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
     const int64_t tiles = int64_t(p.batch) * p.num_q_heads * ((p.seq_len + Sm90Traits::kBlockM - 1) / Sm90Traits::kBlockM);
     wide_grid = 2 * tiles >= sms;
   }

@@ -1,0 +1,25 @@
+// Parameter block of the fused tf32 audio QKV kernel (qkv_gemm_sm90.cuh), filled on the host by operator.cpp.
+#pragma once
+
+#include <cstdint>
+
+namespace gk::audio {
+
+inline constexpr int64_t kQkvMaxRowTiles = 65535;  // grid.y limit
+
+struct QkvGemmParams {
+  const float* hidden;  // [M, K]
+  const float* wq;      // [H*128, K] each
+  const float* wk;
+  const float* wv;
+  const float* q_norm;  // [128]
+  const float* k_norm;
+  float* q;  // [M, H*128] each
+  float* k;
+  float* v;
+  int m, k_dim, heads;
+  int k_blocks;  // K-blocks (32 columns) per CTA: K / 32 / split
+  float eps;
+};
+
+}  // namespace gk::audio

@@ -1,0 +1,101 @@
+// Launch of the fused tf32 audio QKV kernel: the K split (a cluster of CTAs along z) is chosen from the grid the
+// row tiles alone would give, so small M still spreads the weight stream over most SMs.
+#include <cuda_runtime.h>
+
+#include "audio_qkv/kernels.hpp"
+#include "audio_qkv/qkv_gemm_sm90.cuh"
+#include "common/cuda_check.hpp"
+#include "common/device_props.hpp"
+#include "common/tensor_map.hpp"
+
+namespace gk::audio {
+
+namespace {
+
+constexpr const char* kOp = "audio_qkv";
+
+// Largest split in {4, 2} whose grid still fits in one wave and leaves each CTA at least two K-blocks; 1 when the
+// row tiles alone fill half the SMs.
+int choose_split(int64_t tiles, int k_blocks, int sms) {
+  if (2 * tiles > sms) return 1;
+  for (int split : {4, 2}) {
+    if (tiles * split <= sms && k_blocks % split == 0 && k_blocks / split >= 2) return split;
+  }
+  return 1;
+}
+
+struct Maps {
+  CUtensorMap hs, wq, wk, wv;
+};
+
+// hs [M, K] and each weight [H*128, K] as 32-column x 128-row fp32 boxes; rows past M read as zeros.
+Status encode_maps(const QkvGemmParams& p, Maps* maps) {
+  using Tr = QkvGemmTraits;
+  const uint64_t k = uint64_t(p.k_dim), stride[1] = {k * 4};
+  const uint32_t box[2] = {Tr::kBK, Tr::kBM};
+  const uint64_t hs_dims[2] = {k, uint64_t(p.m)}, w_dims[2] = {k, uint64_t(p.heads) * Tr::kBN};
+  constexpr auto kF32 = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &maps->hs, kF32, 2, p.hidden, hs_dims, stride, box));
+  GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &maps->wq, kF32, 2, p.wq, w_dims, stride, box));
+  GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &maps->wk, kF32, 2, p.wk, w_dims, stride, box));
+  return detail::encode_tiled_map(kOp, &maps->wv, kF32, 2, p.wv, w_dims, stride, box);
+}
+
+template <bool kSplit>
+Status launch(const QkvGemmParams& p, dim3 grid, cudaStream_t stream) {
+  Maps maps;
+  GK_RETURN_IF_ERROR(encode_maps(p, &maps));
+  using Tr = QkvGemmTraits;
+  auto kernel = audio_qkv_gemm_kernel<kSplit>;
+  GK_RETURN_IF_ERROR(detail::cuda_status(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Tr::kSmemBytes)), kOp,
+      "cudaFuncSetAttribute(qkv gemm)"));
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(Tr::kThreads);
+  cfg.dynamicSmemBytes = Tr::kSmemBytes;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = grid.z;
+  cfg.attrs = attr;
+  cfg.numAttrs = kSplit ? 1 : 0;
+  GK_RETURN_IF_ERROR(detail::cuda_status(cudaLaunchKernelEx(&cfg, kernel, maps.hs, maps.wq, maps.wk, maps.wv, p), kOp, "fused QKV kernel launch"));
+  return detail::check_launch(kOp, "fused QKV kernel launch");
+}
+
+}  // namespace
+
+Status qkv_gemm_tf32_preferred(int64_t rows, int64_t hidden, int64_t heads, bool* preferred) {
+  using Tr = QkvGemmTraits;
+  int sms = 0;
+  GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
+  const int64_t m_tiles = (rows + Tr::kBM - 1) / Tr::kBM;
+  *preferred = m_tiles * 3 * heads <= sms && hidden % Tr::kBK == 0 && hidden <= INT32_MAX;
+  return Status::Ok();
+}
+
+Status launch_qkv_gemm_tf32(const QkvGemmParams& params, cudaStream_t stream) {
+  using Tr = QkvGemmTraits;
+  QkvGemmParams p = params;
+  if (p.k_dim % Tr::kBK != 0) {
+    return detail::error(GK_STATUS_INVALID_ARGUMENT, "%s: hidden %d is not a multiple of %d", kOp, p.k_dim, Tr::kBK);
+  }
+  const int64_t m_tiles = (int64_t(p.m) + Tr::kBM - 1) / Tr::kBM;
+  const int64_t n_tiles = int64_t(3) * p.heads;
+  if (m_tiles > kQkvMaxRowTiles || n_tiles > INT32_MAX) {
+    return detail::error(GK_STATUS_INVALID_ARGUMENT, "%s: %lld row tiles exceed the grid", kOp,
+                         static_cast<long long>(m_tiles));
+  }
+  int sms = 0;
+  GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
+  const int k_blocks = p.k_dim / Tr::kBK;
+  const int split = choose_split(m_tiles * n_tiles, k_blocks, sms);
+  p.k_blocks = k_blocks / split;
+  const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
+  return split > 1 ? launch<true>(p, grid, stream) : launch<false>(p, grid, stream);
+}
+
+}  // namespace gk::audio

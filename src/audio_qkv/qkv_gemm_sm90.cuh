@@ -1,0 +1,267 @@
+// The audio QKV projection as one Hopper kernel: q|k|v = hs * [Wq; Wk; Wv]^T on tf32 tensor cores (wgmma) with
+// the inputs rounded to nearest tf32, the per-head RMSNorm of q and k in the epilogue, outputs [M, H*128] each.
+//
+// A CTA computes a 128-row x 128-column tile: exactly one head of one of q, k, v, so a row's norm is local to the
+// CTA. Roles, by warp: warpgroups 0 and 1 consume 64 rows each with wgmma.m64n128k8.tf32 from a 6-stage
+// shared-memory ring, keeping one K-block's group in flight and releasing stages through empty barriers; warp 16
+// issues TMA loads of each K-block (32 fp32 columns of 128 rows of hs and of the head's weight rows, 128-byte
+// swizzle) as soon as its stage is free; warpgroups 2 and 3 round alternate landed stages to nearest tf32 in place
+// and publish them on the stage's ready barrier (after a proxy fence: wgmma reads through the async proxy).
+//
+// History (docs/perf-log.md): one producer warpgroup loading through registers and rounding on the way had one
+// K-block of loads in flight and ran at ~100 TFLOP/s; two such groups 148. TMA keeps the whole ring in flight;
+// rounding in place then costs shared-memory traffic, and two rounding groups working on alternate stages keep
+// the pass off the critical path (three warps rounding every stage in turn were at ~115 TFLOP/s).
+//
+// Small M (few row tiles) splits K across a cluster of 2 or 4 CTAs along z: each computes a partial tile, parks it
+// in its own shared memory, and after a cluster barrier every CTA reduces a quarter (half) of the rows over the
+// cluster through distributed shared memory, normalizes and stores them.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "audio_qkv/params.hpp"
+#include "common/device/sm80_primitives.cuh"
+#include "common/device/sm90_primitives.cuh"
+
+namespace gk::audio {
+
+struct QkvGemmTraits {
+  static constexpr int kBM = 128, kBN = 128, kBK = 32;  // kBK fp32 = 128 bytes: one swizzle row
+  static constexpr int kStages = 6;
+  static constexpr int kRoundGroups = 2;  // warpgroups 2, 3: group g rounds stages g, g + 2, g + 4
+  static constexpr int kThreads = 128 * (2 + kRoundGroups) + 32;  // + the TMA warp
+  static constexpr uint32_t kTileBytes = kBM * kBK * 4;  // 16 KB (kBN == kBM)
+  static constexpr uint32_t kStageBytes = 2 * kTileBytes;
+  static constexpr int kConsumerWarps = 8;
+  static constexpr int kPartialStride = kBN + 4;  // floats per parked row: the pad spreads rows over banks
+  static constexpr size_t kSmemBytes = 1024 + size_t(kStages) * kStageBytes + 3 * 8 * kStages;
+  static_assert(kStages % kRoundGroups == 0, "each rounding group owns whole ring slots");
+  static_assert(size_t(kBM) * kPartialStride * 4 <= size_t(kStages) * kStageBytes, "partials fit in the ring");
+};
+
+namespace qkv_detail {
+
+// Round to nearest tf32, ties away from zero; Inf and NaN pass through.
+__device__ __forceinline__ float round_tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return __uint_as_float(r);
+}
+
+__device__ __forceinline__ float4 ld_shared_f32x4(uint32_t addr) {
+  float4 v;
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr));
+  return v;
+}
+
+__device__ __forceinline__ void st_shared_f32x4(uint32_t addr, float4 v) {
+  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
+               : "memory");
+}
+
+// One landed stage (both tiles, one contiguous run: rounding is elementwise, so the swizzle does not matter)
+// rounded in place by 128 threads, 16 chunks of 16 bytes each, loads issued in batches of eight.
+__device__ __forceinline__ void round_stage(uint32_t stage, int t) {
+  constexpr int kPer = QkvGemmTraits::kStageBytes / 16 / 128;
+  constexpr int kBatch = 8;
+  static_assert(kPer % kBatch == 0, "whole batches");
+#pragma unroll
+  for (int j0 = 0; j0 < kPer; j0 += kBatch) {
+    float4 x[kBatch];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) x[j] = ld_shared_f32x4(stage + 16u * (t + 128 * (j0 + j)));
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      st_shared_f32x4(stage + 16u * (t + 128 * (j0 + j)),
+                      make_float4(round_tf32(x[j].x), round_tf32(x[j].y), round_tf32(x[j].z), round_tf32(x[j].w)));
+    }
+  }
+}
+
+__device__ __forceinline__ void st_shared_f32x2(uint32_t addr, float a, float b) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(a), "f"(b) : "memory");
+}
+
+}  // namespace qkv_detail
+
+// kClusterSplit: K is split over the CTAs of a cluster along z (cluster size = gridDim.z), reduced through DSMEM.
+template <bool kClusterSplit>
+__global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
+    audio_qkv_gemm_kernel(const __grid_constant__ CUtensorMap hs_map, const __grid_constant__ CUtensorMap wq_map,
+                          const __grid_constant__ CUtensorMap wk_map, const __grid_constant__ CUtensorMap wv_map,
+                          const QkvGemmParams p) {
+  using Tr = QkvGemmTraits;
+  using namespace qkv_detail;
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t base = (device::smem_addr(smem_raw) + 1023u) & ~1023u;  // swizzle atoms need 1024-byte alignment
+  const uint32_t bar = base + Tr::kStages * Tr::kStageBytes;
+  const auto stage_a = [&](int s) { return base + s * Tr::kStageBytes; };
+  const auto stage_b = [&](int s) { return base + s * Tr::kStageBytes + Tr::kTileBytes; };
+  const auto full = [&](int s) { return bar + 8u * s; };                       // TMA landed
+  const auto ready = [&](int s) { return bar + 8u * (Tr::kStages + s); };      // rounded
+  const auto empty = [&](int s) { return bar + 8u * (2 * Tr::kStages + s); };  // consumed
+
+  const int n_tile = blockIdx.x;  // which * heads + head
+  const int which = n_tile / p.heads, head = n_tile % p.heads;
+  const int m0 = blockIdx.y * Tr::kBM;
+  const int kb0 = blockIdx.z * p.k_blocks;
+  const int n_out = p.heads * Tr::kBN;
+  const int lane = threadIdx.x % 32;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Tr::kStages; ++s) {
+      device::mbar_init(full(s), 1);
+      device::mbar_init(ready(s), 128);
+      device::mbar_init(empty(s), Tr::kConsumerWarps);
+    }
+    device::mbar_fence_init();
+  }
+  __syncthreads();
+
+  const int warpgroup = threadIdx.x / 128;
+  if (warpgroup >= 2) {
+    if (warpgroup == 4) {
+      // ---------------- TMA warp ----------------
+      if (lane == 0) {
+        const CUtensorMap* w_map = which == 0 ? &wq_map : (which == 1 ? &wk_map : &wv_map);
+        device::tma_prefetch_descriptor(&hs_map);
+        device::tma_prefetch_descriptor(w_map);
+        for (int i = 0; i < p.k_blocks; ++i) {
+          const int s = i % Tr::kStages, round = i / Tr::kStages;
+          const int col = (kb0 + i) * Tr::kBK;
+          if (round > 0) device::mbar_wait(empty(s), (round - 1) & 1);
+          device::mbar_arrive_expect_tx(full(s), Tr::kStageBytes);
+          device::tma_load_2d(stage_a(s), &hs_map, full(s), col, m0);
+          device::tma_load_2d(stage_b(s), w_map, full(s), col, head * Tr::kBN);
+        }
+      }
+    } else {
+      // ---------------- rounding groups ----------------
+      const int group = warpgroup - 2, t = threadIdx.x % 128;
+      for (int i = group; i < p.k_blocks; i += Tr::kRoundGroups) {
+        const int s = i % Tr::kStages;
+        device::mbar_wait(full(s), (i / Tr::kStages) & 1);
+        round_stage(stage_a(s), t);
+        device::fence_proxy_async_shared();
+        device::mbar_arrive(ready(s));
+      }
+    }
+    if constexpr (kClusterSplit) {
+      device::cluster_sync();  // partials parked
+      device::cluster_sync();  // every CTA done reading remote partials
+    }
+    return;
+  }
+
+  // ---------------- consumers ----------------
+  const int wg = warpgroup;
+  const int warp = (threadIdx.x / 32) % 4;
+  float acc[16][4];
+#pragma unroll
+  for (int j = 0; j < 16; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+
+  for (int i = 0; i < p.k_blocks; ++i) {
+    const int s = i % Tr::kStages;
+    device::mbar_wait(ready(s), (i / Tr::kStages) & 1);
+    device::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Tr::kBK / 8; ++kk) {
+      // 8 tf32 = 32 bytes along the swizzled row; this warpgroup's 64 rows start 64 * 128 bytes in.
+      device::wgmma_m64n128k8_tf32_ss(acc, device::smem_desc_sw128(stage_a(s) + wg * 64 * 128 + kk * 32, 16, 1024),
+                                      device::smem_desc_sw128(stage_b(s) + kk * 32, 16, 1024));
+    }
+    device::wgmma_commit();
+    device::wgmma_wait<1>();
+    device::fence_accumulators(acc);
+    if (i > 0 && lane == 0) device::mbar_arrive(empty((i - 1) % Tr::kStages));
+  }
+  device::wgmma_wait<0>();
+  device::fence_accumulators(acc);
+
+  const float* norm_w = which == 0 ? p.q_norm : p.k_norm;
+  float* out = which == 0 ? p.q : (which == 1 ? p.k : p.v);
+  out += head * Tr::kBN;
+  const int g = lane >> 2, t4 = lane & 3;
+
+  if constexpr (!kClusterSplit) {
+    // Thread holds rows r and r+8 of its warp's 16, columns 8j + 2t4 (+1): a row's 128 columns are spread over
+    // the 4 threads of a quad.
+    const int row_a = m0 + wg * 64 + warp * 16 + g;
+    float denom[2] = {1.f, 1.f};
+    if (which < 2) {
+      float ss[2] = {0.f, 0.f};
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        ss[0] += acc[j][0] * acc[j][0] + acc[j][1] * acc[j][1];
+        ss[1] += acc[j][2] * acc[j][2] + acc[j][3] * acc[j][3];
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        ss[h] += __shfl_xor_sync(0xffffffffu, ss[h], 1);
+        ss[h] += __shfl_xor_sync(0xffffffffu, ss[h], 2);
+        denom[h] = __fsqrt_rn(ss[h] * (1.f / Tr::kBN) + p.eps);
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row_a + 8 * h;
+      if (row >= p.m) continue;
+      float* o = out + int64_t(row) * n_out + 2 * t4;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        float2 v = make_float2(acc[j][2 * h], acc[j][2 * h + 1]);
+        if (which < 2) {
+          const float2 wv = *reinterpret_cast<const float2*>(norm_w + 8 * j + 2 * t4);
+          v = make_float2(__fdiv_rn(v.x, denom[h]) * wv.x, __fdiv_rn(v.y, denom[h]) * wv.y);
+        }
+        *reinterpret_cast<float2*>(o + 8 * j) = v;
+      }
+    }
+  } else {
+    // Park the partial tile (row-major, padded rows) over the ring, which both consumer warpgroups are done with
+    // once they pass the named barrier.
+    device::named_barrier_sync(1, 256);
+    const uint32_t parked = base;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = wg * 64 + warp * 16 + g + 8 * h;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        st_shared_f32x2(parked + (r * Tr::kPartialStride + 8 * j + 2 * t4) * 4, acc[j][2 * h], acc[j][2 * h + 1]);
+      }
+    }
+    device::cluster_sync();
+    // This CTA reduces rows [rank * rows_per, (rank + 1) * rows_per) over the cluster: one warp per row, four
+    // columns per lane.
+    const uint32_t split = gridDim.z, rank = device::cluster_ctarank();
+    const int rows_per = Tr::kBM / static_cast<int>(split);
+    const int cw = threadIdx.x / 32;  // consumer warp 0..7
+    const float4 wv4 = which < 2 ? reinterpret_cast<const float4*>(norm_w)[lane] : make_float4(1.f, 1.f, 1.f, 1.f);
+    for (int r = cw; r < rows_per; r += Tr::kConsumerWarps) {
+      const int row_in_tile = static_cast<int>(rank) * rows_per + r;
+      const uint32_t local = parked + (row_in_tile * Tr::kPartialStride + 4 * lane) * 4;
+      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+      for (uint32_t q = 0; q < split; ++q) {
+        const float4 x = device::ld_cluster_f32x4(device::cluster_map(local, q));
+        sum.x += x.x;
+        sum.y += x.y;
+        sum.z += x.z;
+        sum.w += x.w;
+      }
+      if (which < 2) {
+        float ss = sum.x * sum.x + sum.y * sum.y + sum.z * sum.z + sum.w * sum.w;
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+        const float d = __fsqrt_rn(ss * (1.f / Tr::kBN) + p.eps);
+        sum = make_float4(__fdiv_rn(sum.x, d) * wv4.x, __fdiv_rn(sum.y, d) * wv4.y, __fdiv_rn(sum.z, d) * wv4.z,
+                          __fdiv_rn(sum.w, d) * wv4.w);
+      }
+      const int row = m0 + row_in_tile;
+      if (row < p.m) reinterpret_cast<float4*>(out + int64_t(row) * n_out)[lane] = sum;
+    }
+    device::cluster_sync();
+  }
+}
+
+}  // namespace gk::audio
