@@ -25,8 +25,36 @@ Status create_handle(gk_handle_t* out) {
   if (!h) return error(GK_STATUS_INTERNAL_ERROR, "gk_handle_create: out of host memory");
   GK_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&h->device), "gk_handle_create", "cudaGetDevice"));
   GK_RETURN_IF_ERROR(h->gemm.init());
+  GK_RETURN_IF_ERROR(h->side.init());
   *out = h.release();
   return Status::Ok();
+}
+
+SideStream::~SideStream() {
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  if (fork_ != nullptr) cudaEventDestroy(fork_);
+  if (join_ != nullptr) cudaEventDestroy(join_);
+}
+
+Status SideStream::init() {
+  constexpr const char* kOp = "gk_handle_create";
+  int least = 0, greatest = 0;
+  GK_RETURN_IF_ERROR(cuda_status(cudaDeviceGetStreamPriorityRange(&least, &greatest), kOp,
+                                 "cudaDeviceGetStreamPriorityRange"));
+  GK_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest), kOp,
+                                 "cudaStreamCreateWithPriority"));
+  GK_RETURN_IF_ERROR(cuda_status(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming), kOp, "cudaEventCreate"));
+  return cuda_status(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming), kOp, "cudaEventCreate");
+}
+
+Status SideStream::fork(const char* op, cudaStream_t main) {
+  GK_RETURN_IF_ERROR(cuda_status(cudaEventRecord(fork_, main), op, "cudaEventRecord(fork)"));
+  return cuda_status(cudaStreamWaitEvent(stream_, fork_, 0), op, "cudaStreamWaitEvent(fork)");
+}
+
+Status SideStream::join(const char* op, cudaStream_t main) {
+  GK_RETURN_IF_ERROR(cuda_status(cudaEventRecord(join_, stream_), op, "cudaEventRecord(join)"));
+  return cuda_status(cudaStreamWaitEvent(main, join_, 0), op, "cudaStreamWaitEvent(join)");
 }
 
 Status check_handle(const char* op, gk_handle_t handle) {

@@ -1,13 +1,42 @@
-// What a gk_handle_t owns: the device it was created on and the cuBLASLt plans.
+// What a gk_handle_t owns: the device it was created on, the cuBLASLt plans, and a side stream with two events
+// for running a memory-bound step beside a compute-bound GEMM within one call.
 #pragma once
+
+#include <cuda_runtime_api.h>
 
 #include <cstddef>
 
 #include "common/gemm.hpp"
 
+namespace gk::detail {
+
+// A high-priority stream a call forks work onto and joins back before returning (fork/join through events, so
+// it also works under CUDA-graph capture). Used by one call at a time, as the handle is.
+class SideStream {
+ public:
+  SideStream() = default;
+  ~SideStream();
+  SideStream(const SideStream&) = delete;
+  SideStream& operator=(const SideStream&) = delete;
+
+  Status init();
+  // Work enqueued on stream() after fork(main) runs after everything enqueued on `main` so far.
+  Status fork(const char* op, cudaStream_t main);
+  // Everything enqueued on `main` after join(main) runs after everything enqueued on stream() so far.
+  Status join(const char* op, cudaStream_t main);
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t fork_ = nullptr, join_ = nullptr;
+};
+
+}  // namespace gk::detail
+
 struct gk_handle_st {
   int device = 0;
   gk::detail::GemmRunner gemm;
+  gk::detail::SideStream side;
 };
 
 namespace gk::detail {

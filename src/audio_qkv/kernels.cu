@@ -53,8 +53,9 @@ Status launch_head_rmsnorm(float* q, const float* q_weight, float* k, const floa
                          static_cast<long long>(rows * heads));
   }
   const NormPair t{q, k, q_weight, k_weight};
-  head_rmsnorm_d128_kernel<<<dim3(static_cast<unsigned>(blocks), 2), kWarpsPerBlock * 32, 0, stream>>>(t, rows, heads,
-                                                                                                     eps);
+  const unsigned tensors = k == nullptr ? 1 : 2;
+  head_rmsnorm_d128_kernel<<<dim3(static_cast<unsigned>(blocks), tensors), kWarpsPerBlock * 32, 0, stream>>>(
+      t, rows, heads, eps);
   return detail::check_launch(kOp, "RMSNorm kernel launch");
 }
 

@@ -22,7 +22,7 @@ Status launch_qkv_gemm_tf32(const QkvGemmParams& params, cudaStream_t stream);
 Status qkv_gemm_tf32_preferred(int64_t rows, int64_t hidden, int64_t heads, bool* preferred);
 
 // In place on q and k, each [rows, heads*128]: every head -> x / sqrt(mean(x^2) + eps) * w (q_weight for q,
-// k_weight for k). One launch.
+// k_weight for k). One launch; k may be null (q only).
 Status launch_head_rmsnorm(float* q, const float* q_weight, float* k, const float* k_weight, int64_t rows,
                            int heads, int head_dim, float eps, cudaStream_t stream);
 

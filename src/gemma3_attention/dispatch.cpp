@@ -79,7 +79,6 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
   };
   GK_RETURN_IF_ERROR(proj("gemma3_attention: q projection", t.q_proj_weight, Hq, q));
   GK_RETURN_IF_ERROR(proj("gemma3_attention: k projection", t.k_proj_weight, Hkv, k));
-  GK_RETURN_IF_ERROR(proj("gemma3_attention: v projection", t.v_proj_weight, Hkv, v));
 
   gemma3::NormRopeParams nr{};
   nr.qkv = ws.qkv;
@@ -93,7 +92,12 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
   nr.num_kv_heads = static_cast<int>(Hkv);
   nr.eps = c.rms_norm_eps;
   nr.weight_offset = c.norm_weight_offset;
-  GK_RETURN_IF_ERROR(gemma3::launch_norm_rope(nr, static_cast<int>(D), stream));
+  // The norm/RoPE pass (memory-bound, q and k columns only) runs on the handle's side stream beside the v
+  // projection (compute-bound, v columns only); the attention waits for both.
+  GK_RETURN_IF_ERROR(handle->side.fork(kOp, stream));
+  GK_RETURN_IF_ERROR(gemma3::launch_norm_rope(nr, static_cast<int>(D), handle->side.stream()));
+  GK_RETURN_IF_ERROR(proj("gemma3_attention: v projection", t.v_proj_weight, Hkv, v));
+  GK_RETURN_IF_ERROR(handle->side.join(kOp, stream));
 
   gemma3::AttentionParams ap{};
   ap.q = q;
