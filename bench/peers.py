@@ -4,6 +4,8 @@
 
 Run on the GPU machine (torch, matplotlib):
     python3 bench/peers.py --ours gk-bench.json --out bench/results
+The tables and charts come from bench/render.py, which can also re-merge new `gk bench` numbers with a stored
+peers.json without timing the peers again.
 
 Peers, each on the suite's inputs (SPEC.md's recipe):
   047  eager      PyTorch eager, the layer re-stated from SPEC.md (scripts/torch_reference.py)
@@ -33,14 +35,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 from torch_reference import BF16, audio_qkv, causal_mask, gemma3_layer, rotate_half  # noqa: E402
 
-PEER_TITLES = {
-    "eager": "PyTorch eager (re-statement)",
-    "flex": "cuBLAS + FlexAttention, softcap (compiled)",
-    "sdpa": "cuBLAS + SDPA, no softcap (not the same function)",
-    "fp32": "PyTorch fp32 (cuBLAS fp32 + torch norms)",
-    "tf32": "PyTorch tf32 (cuBLAS tf32 + torch norms)",
-}
-
+sys.path.insert(0, str(ROOT / "bench"))
+from render import peers_of, write_suite  # noqa: E402
 
 def log(msg):
     print(msg, flush=True)
@@ -242,74 +238,6 @@ def bench_suite(suite, peers, timer, sets, seed):
     return results
 
 
-def merged_table(suite, ours, peers_res, peers):
-    wl = {w["label"]: w for w in ours["workloads"]} if ours else {}
-    head = ["workload", "SOL floor µs", "gemma-kernels µs", "% of SOL"] + [PEER_TITLES[p] + " µs" for p in peers]
-    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    cols = {k: [] for k in ["floor", "ours"] + peers}
-    for w in suite["workloads"]:
-        label = f"B={w['batch']} S={w['seq_len']}"
-        o = wl.get(label)
-        cells = [label]
-        if o:
-            cells += [f"{o['floor_us']:.1f}", f"{o['time_us']:.1f}" + ("" if o["correctness"]["pass"] else " (FAIL)"),
-                      f"{o['sol_pct']:.0f}%"]
-            cols["floor"].append(o["floor_us"])
-            cols["ours"].append(o["time_us"])
-        else:
-            cells += ["—", "—", "—"]
-        for p in peers:
-            r = peers_res.get(label, {}).get(p, {})
-            if "median_us" in r:
-                cells.append(f"{r['median_us']:.1f}" + ("" if r["check"]["pass"] else " (fails check)"))
-                cols[p].append(r["median_us"])
-            else:
-                cells.append("error")
-        rows.append("| " + " | ".join(cells) + " |")
-    n = len(suite["workloads"])
-
-    def agg(vals, geo=False):
-        if len(vals) != n:
-            return "—"
-        return f"{math.exp(sum(map(math.log, vals)) / n):.1f}" if geo else f"{sum(vals) / n:.1f}"
-
-    for name, geo in (("**mean**", False), ("geomean", True)):
-        cells = [name, agg(cols["floor"], geo), agg(cols["ours"], geo), ""]
-        if not geo and len(cols["ours"]) == n:
-            cells[3] = f"{100 * sum(cols['floor']) / sum(cols['ours']):.0f}%"
-        cells += [agg(cols[p], geo) for p in peers]
-        rows.append("| " + " | ".join(cells) + " |")
-    return "\n".join(rows) + "\n", cols
-
-
-def chart(suite, cols, peers, path, title):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    labels = [f"{w['batch']},{w['seq_len']}" for w in suite["workloads"]]
-    fig, ax = plt.subplots(figsize=(12, 5.5))
-    x = range(len(labels))
-    if len(cols["floor"]) == len(labels):
-        ax.plot(x, cols["floor"], "k--", label="H200 speed of light (datasheet floor)")
-    if len(cols["ours"]) == len(labels):
-        ax.plot(x, cols["ours"], "o-", lw=2.5, label="gemma-kernels")
-    for p in peers:
-        if len(cols[p]) == len(labels):
-            ax.plot(x, cols[p], "s-" if p != "sdpa" else "^:", label=PEER_TITLES[p])
-    ax.set_yscale("log")
-    ax.set_xticks(list(x))
-    ax.set_xticklabels(labels, rotation=45, ha="right")
-    ax.set_xlabel("workload (batch, seq_len)")
-    ax.set_ylabel("latency, µs (log)")
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ours", help="gk bench --json output to merge")
@@ -329,19 +257,10 @@ def main():
     all_results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "suites": {}}
     for sid in args.suites.split(","):
         suite = json.loads(next((ROOT / "suites").glob(f"{sid}_*.json")).read_text())
-        peers = ["eager", "flex", "sdpa"] if suite["operator"] == "gemma3_attention" else ["fp32", "tf32"]
-        res = bench_suite(suite, peers, timer, args.sets, args.seed)
+        res = bench_suite(suite, peers_of(suite), timer, args.sets, args.seed)
         all_results["suites"][sid] = res
         (out / "peers.json").write_text(json.dumps(all_results, indent=1) + "\n")
-        o = next((s for s in ours["suites"] if s["id"] == sid), None)
-        table, cols = merged_table(suite, o, res, peers)
-        note = (f"# Suite {sid}: {suite['title']}\n\n{all_results['device']}, torch {torch.__version__}. "
-                f"gemma-kernels: `gk bench` ({ours.get('timer', 'n/a')} timer, commit {ours.get('git_commit', '?')}); "
-                "peers: CUDA-graph replay timed with events; all: 2xL2 scrub before every iteration, 3 rotating "
-                "input sets, 10 warm-up + 50 timed, median. SOL floor: H200 datasheet, causal-aware.\n\n")
-        (out / f"{sid}.md").write_text(note + table)
-        chart(suite, cols, peers, out / f"{sid}.png", f"Suite {sid} on {all_results['device']}")
-        log(table)
+        log(write_suite(out, suite, ours, all_results))
 
 
 if __name__ == "__main__":
