@@ -35,7 +35,9 @@ struct Sm90Traits {
   static constexpr uint32_t kBoxBytes = kBoxCols * kBoxRows * 2;  // 16 KB
   static constexpr uint32_t kTileBytes = 2 * kBoxBytes;           // a 128 x 128 bf16 tile as two column boxes
   static constexpr int kNumBarriers = 2 + 4 * kStages;            // Q full, Q empty; K, V full; K, V empty
-  static constexpr size_t kSmemBytes = 1024 + size_t(kTileBytes) * (1 + 2 * kStages) + 8 * kNumBarriers;
+  static constexpr uint32_t kOutBytes = 64 * 128 * 2;             // one consumer warpgroup's output rows (bf16)
+  static constexpr size_t kSmemBytes =
+      1024 + size_t(kTileBytes) * (1 + 2 * kStages) + 2 * size_t(kOutBytes) + 8 * kNumBarriers;
   static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs = 240;
   static constexpr int kConsumerWarps = 8;
@@ -47,6 +49,53 @@ struct Sm90Columns {
   int k_col;
   int v_col;
 };
+
+__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ uint4 ld_shared_u128(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+
+// A consumer warpgroup's 64 output rows, normalized and rounded to bf16, go through shared memory so the global
+// stores are whole 256-byte rows of 16-byte pieces: written straight from the accumulator layout, each quad
+// covered only 16 bytes of a row per store and half of every 32-byte sector went unused (ncu: 50% excess
+// sectors). Staging rows are 256 bytes with their 16-byte chunks XOR-swizzled by row, which keeps both the
+// fragment writes and the row reads free of bank conflicts. Named barrier 3 + half guards the buffer (the first
+// wait also covers the previous work tile's reads).
+template <int kDTiles>
+__device__ __forceinline__ void store_output_staged(const float (&acc_o)[kDTiles][4], const OnlineSoftmax& softmax,
+                                                    const AttentionParams& p, int b, int h, int wg_row0,
+                                                    uint32_t stage, int half) {
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32, g = lane >> 2, q = lane & 3;
+  float inv_l[2];
+  softmax.finalize(inv_l);
+  device::named_barrier_sync(3 + half, 128);
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int r = warp * 16 + g + 8 * hh;
+#pragma unroll
+    for (int dt = 0; dt < kDTiles; ++dt) {
+      const uint32_t addr = stage + r * 256 + ((dt ^ (r & 7)) << 4) + q * 4;
+      st_shared_u32(addr, device::pack_bf16x2(acc_o[dt][2 * hh] * inv_l[hh], acc_o[dt][2 * hh + 1] * inv_l[hh]));
+    }
+  }
+  device::named_barrier_sync(3 + half, 128);
+  __nv_bfloat16* o = p.o + b * p.o_batch_stride + h * p.o_head_stride;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int id = i * 128 + t, r = id / 16, c = id % 16;
+    const uint4 v = ld_shared_u128(stage + r * 256 + ((c ^ (r & 7)) << 4));
+    const int row = wg_row0 + r;
+    if (row < p.seq_len) *reinterpret_cast<uint4*>(o + int64_t(row) * p.o_token_stride + c * 8) = v;
+  }
+}
 
 template <bool kSoftcap, MaskMode kMask>
 __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
@@ -60,7 +109,8 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
   const uint32_t s_q = base;
   const uint32_t s_k = s_q + Tr::kTileBytes;                  // kStages tiles
   const uint32_t s_v = s_k + Tr::kStages * Tr::kTileBytes;    // kStages tiles
-  const uint32_t bar = s_v + Tr::kStages * Tr::kTileBytes;    // 8-byte mbarriers
+  const uint32_t s_o = s_v + Tr::kStages * Tr::kTileBytes;    // 2 output staging buffers
+  const uint32_t bar = s_o + 2 * Tr::kOutBytes;               // 8-byte mbarriers
   const uint32_t q_full = bar;
   const uint32_t q_empty = bar + 8u;
   const auto k_full = [&](int s) { return bar + 8u * (2 + s); };
@@ -234,7 +284,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     device::fence_accumulators(acc_o);
     release(v_empty(stage(g0 + n_blocks - 1)));
 
-    store_output(acc_o, softmax, p, tc.b, tc.h, row0, lane);
+    store_output_staged(acc_o, softmax, p, tc.b, tc.h, wg_row0, s_o + half_block * Tr::kOutBytes, half_block);
     g0 += n_blocks;
   }
 }
