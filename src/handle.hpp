@@ -31,6 +31,35 @@ class SideStream {
   cudaEvent_t fork_ = nullptr, join_ = nullptr;
 };
 
+// One call's use of the side stream: fork() as often as needed, join() once at the end. If the call returns early
+// (an error between fork and join), the destructor still joins, so the caller's stream stays ordered after
+// everything the call enqueued and a capture in progress is not left with an unjoined fork.
+class SideScope {
+ public:
+  SideScope(SideStream& side, const char* op, cudaStream_t main) : side_(side), op_(op), main_(main) {}
+  ~SideScope() {
+    if (forked_ && !joined_) (void)side_.join(op_, main_);  // the call is already failing: keep its error
+  }
+  SideScope(const SideScope&) = delete;
+  SideScope& operator=(const SideScope&) = delete;
+
+  Status fork() {
+    forked_ = true;
+    return side_.fork(op_, main_);
+  }
+  Status join() {
+    joined_ = true;
+    return side_.join(op_, main_);
+  }
+  cudaStream_t stream() const { return side_.stream(); }
+
+ private:
+  SideStream& side_;
+  const char* op_;
+  cudaStream_t main_;
+  bool forked_ = false, joined_ = false;
+};
+
 }  // namespace gk::detail
 
 struct gk_handle_st {

@@ -168,18 +168,18 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
                             static_cast<const float*>(t.k_norm_weight.data)};
   const char* names[3] = {"audio_qkv: q projection", "audio_qkv: k projection", "audio_qkv: v projection"};
   // Each norm (memory-bound) runs on the handle's side stream beside the next projection (compute-bound).
-  auto& side = handle->side;
+  detail::SideScope side(handle->side, kOp, stream);
   for (int i = 0; i < 3; ++i) {
     GK_RETURN_IF_ERROR(handle->gemm.run(names[i], shape, hidden, weights[i], outs[i], ws.gemm_workspace,
                                         detail::kGemmWorkspaceBytes, stream));
     if (i < 2) {
-      GK_RETURN_IF_ERROR(side.fork(kOp, stream));
+      GK_RETURN_IF_ERROR(side.fork());
       GK_RETURN_IF_ERROR(audio::launch_head_rmsnorm(static_cast<float*>(outs[i]), norm_w[i], nullptr, nullptr, rows,
                                                     static_cast<int>(c.num_heads), static_cast<int>(c.head_dim),
                                                     c.eps, side.stream()));
     }
   }
-  return side.join(kOp, stream);
+  return side.join();
 }
 
 }  // namespace gk

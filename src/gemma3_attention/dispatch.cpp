@@ -94,10 +94,11 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
   nr.weight_offset = c.norm_weight_offset;
   // The norm/RoPE pass (memory-bound, q and k columns only) runs on the handle's side stream beside the v
   // projection (compute-bound, v columns only); the attention waits for both.
-  GK_RETURN_IF_ERROR(handle->side.fork(kOp, stream));
-  GK_RETURN_IF_ERROR(gemma3::launch_norm_rope(nr, static_cast<int>(D), handle->side.stream()));
+  detail::SideScope side(handle->side, kOp, stream);
+  GK_RETURN_IF_ERROR(side.fork());
+  GK_RETURN_IF_ERROR(gemma3::launch_norm_rope(nr, static_cast<int>(D), side.stream()));
   GK_RETURN_IF_ERROR(proj("gemma3_attention: v projection", t.v_proj_weight, Hkv, v));
-  GK_RETURN_IF_ERROR(handle->side.join(kOp, stream));
+  GK_RETURN_IF_ERROR(side.join());
 
   gemma3::AttentionParams ap{};
   ap.q = q;
