@@ -125,4 +125,27 @@ TEST(BenchReport, JsonSchema) {
   EXPECT_NE(table.find("events_us"), std::string::npos) << table;
 }
 
+TEST(BenchReport, KernelBreakdown) {
+  BenchReport r = sample_report();
+  auto& w = r.suites[0].workloads[0];
+  // Two kernels: 0..10 us and 12..100 us of a 100 us span: 2 us idle in between, 98 us busy.
+  w.activities = {{"_ZN2gk6gemma3some_kernel(int, float)", 0.0, 10.0}, {"nvjet_sm90_gemm<bf16>", 12.0, 88.0}};
+  const auto j = to_json(r);
+  const auto& acts = j.at("suites").at(0).at("workloads").at(0).at("activities");
+  ASSERT_EQ(acts.size(), 2u);
+  EXPECT_EQ(acts.at(1).at("name"), "nvjet_sm90_gemm<bf16>");
+  EXPECT_DOUBLE_EQ(acts.at(1).at("start_us").get<double>(), 12.0);
+  EXPECT_DOUBLE_EQ(acts.at(1).at("duration_us").get<double>(), 88.0);
+  EXPECT_TRUE(j.at("suites").at(0).at("workloads").at(1).at("activities").empty());
+  const std::string text = format_breakdown(r);
+  // Names are cut at the first '(' or '<'; the second kernel starts 2 us after the first ended.
+  EXPECT_NE(text.find("_ZN2gk6gemma3some_kernel "), std::string::npos) << text;
+  EXPECT_EQ(text.find("(int"), std::string::npos) << text;
+  EXPECT_NE(text.find("nvjet_sm90_gemm "), std::string::npos) << text;
+  EXPECT_NE(text.find("gap    2.0"), std::string::npos) << text;
+  EXPECT_NE(text.find("busy 98.0 us of a 100.0 us span"), std::string::npos) << text;
+  // A workload without activities (the events timer alone) prints nothing.
+  EXPECT_EQ(text.find("B=1 S=128: kernels", text.find("busy")), std::string::npos) << text;
+}
+
 }  // namespace
