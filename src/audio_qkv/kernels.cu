@@ -1,4 +1,4 @@
-// The per-head RMSNorm (weight offset 0) of the audio QKV operator, applied in place to q and k in one launch.
+// The per-head RMSNorm (weight offset 0) of the audio QKV operator's cuBLASLt path, applied in place to q or k.
 #include <algorithm>
 
 #include "audio_qkv/kernels.hpp"
@@ -12,25 +12,16 @@ constexpr const char* kOp = "audio_qkv";
 
 constexpr int kWarpsPerBlock = 8;
 
-// Named members, not arrays: indexing a parameter array by blockIdx.y would copy it to local memory.
-struct NormPair {
-  float* q;
-  float* k;
-  const float* q_weight;
-  const float* k_weight;
-};
-
-// One warp per (row, head) of a 128-wide head; lane l holds dims 4l..4l+3. blockIdx.y picks q or k.
+// One warp per (row, head) of a 128-wide head; lane l holds dims 4l..4l+3.
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    head_rmsnorm_d128_kernel(const NormPair t, int64_t rows, int heads, float eps) {
+    head_rmsnorm_d128_kernel(float* __restrict__ x, const float* __restrict__ w, int64_t rows, int heads, float eps) {
   constexpr int kHeadDim = 128;
   const int64_t item = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (item >= rows * heads) return;
   const int lane = threadIdx.x % 32;
-  const bool is_k = blockIdx.y != 0;
-  float4* p = reinterpret_cast<float4*>((is_k ? t.k : t.q) + item * kHeadDim) + lane;
+  float4* p = reinterpret_cast<float4*>(x + item * kHeadDim) + lane;
   const float4 v = *p;
-  const float4 g = reinterpret_cast<const float4*>(is_k ? t.k_weight : t.q_weight)[lane];
+  const float4 g = reinterpret_cast<const float4*>(w)[lane];
   float ss = v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
@@ -42,8 +33,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 
 }  // namespace
 
-Status launch_head_rmsnorm(float* q, const float* q_weight, float* k, const float* k_weight, int64_t rows,
-                           int heads, int head_dim, float eps, cudaStream_t stream) {
+Status launch_head_rmsnorm(float* x, const float* w, int64_t rows, int heads, int head_dim, float eps,
+                           cudaStream_t stream) {
   if (head_dim != 128) {
     return detail::error(GK_STATUS_NOT_SUPPORTED, "%s: no RMSNorm kernel for head_dim %d", kOp, head_dim);
   }
@@ -52,10 +43,8 @@ Status launch_head_rmsnorm(float* q, const float* q_weight, float* k, const floa
     return detail::error(GK_STATUS_INVALID_ARGUMENT, "%s: %lld token-heads exceed the norm grid", kOp,
                          static_cast<long long>(rows * heads));
   }
-  const NormPair t{q, k, q_weight, k_weight};
-  const unsigned tensors = k == nullptr ? 1 : 2;
-  head_rmsnorm_d128_kernel<<<dim3(static_cast<unsigned>(blocks), tensors), kWarpsPerBlock * 32, 0, stream>>>(
-      t, rows, heads, eps);
+  head_rmsnorm_d128_kernel<<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, 0, stream>>>(x, w, rows, heads,
+                                                                                              eps);
   return detail::check_launch(kOp, "RMSNorm kernel launch");
 }
 

@@ -15,15 +15,16 @@ struct QkvGemmParams;
 // epilogue (qkv_gemm_sm90.cuh). Fills k_blocks itself.
 Status launch_qkv_gemm_tf32(const QkvGemmParams& params, cudaStream_t stream);
 
-// Whether the fused kernel is the faster tf32 path for this shape: when its 128-row x one-head tiles fit in one
-// wave. There one launch (K split over a cluster when the grid is small) beats three cuBLASLt GEMMs and a norm
-// kernel; past one wave cuBLASLt's mainloop is faster than the fused kernel's (~175 against ~370 TFLOP/s at
-// M = 8192 on the H200: docs/perf-log.md v3).
-Status qkv_gemm_tf32_preferred(int64_t rows, int64_t hidden, int64_t heads, bool* preferred);
+// Whether the tf32 call takes the fused kernel: where the kernel can take the shape and its 128-row x one-head
+// tiles fit in one wave. There one launch (K split over a cluster when the grid is small) beats three cuBLASLt
+// GEMMs and a norm kernel; past one wave cuBLASLt's mainloop is faster than the fused kernel's (~175 against ~370
+// TFLOP/s at M = 8192 on the H200: docs/perf-log.md v3). GK_AUDIO_TF32_PATH=fused|cublas overrides the choice
+// (within what the kernel can take).
+Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, bool* fused);
 
-// In place on q and k, each [rows, heads*128]: every head -> x / sqrt(mean(x^2) + eps) * w (q_weight for q,
-// k_weight for k). One launch; k may be null (q only).
-Status launch_head_rmsnorm(float* q, const float* q_weight, float* k, const float* k_weight, int64_t rows,
-                           int heads, int head_dim, float eps, cudaStream_t stream);
+// In place on x[rows, heads*128]: each head -> x / sqrt(mean(x^2) + eps) * w. (The operator runs one launch for
+// q and one for k, each beside the next projection GEMM.)
+Status launch_head_rmsnorm(float* x, const float* w, int64_t rows, int heads, int head_dim, float eps,
+                           cudaStream_t stream);
 
 }  // namespace gk::audio

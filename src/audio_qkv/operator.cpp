@@ -4,8 +4,6 @@
 // their operands to nearest as the GPU test AudioRounding checks, or fp32 FMA) and then normalize q and k in place
 // in one launch.
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <cstdint>
 
 #include "audio_qkv/kernels.hpp"
@@ -57,20 +55,6 @@ Status check_config(const AudioQkvConfig& c) {
     return error(GK_STATUS_INVALID_ARGUMENT, "%s: batch*seq_len x projection width exceeds 2^48 elements", kOp);
   }
   return Status::Ok();
-}
-
-enum class TfPath { kAuto, kFused, kCublas };
-
-// GK_AUDIO_TF32_PATH=fused|cublas pins the tf32 path (tests run every shape through both; benchmarks compare).
-TfPath forced_path() {
-  static const TfPath p = [] {
-    const char* v = std::getenv("GK_AUDIO_TF32_PATH");
-    if (v == nullptr) return TfPath::kAuto;
-    if (std::strcmp(v, "fused") == 0) return TfPath::kFused;
-    if (std::strcmp(v, "cublas") == 0) return TfPath::kCublas;
-    return TfPath::kAuto;
-  }();
-  return p;
 }
 
 struct Layout {
@@ -134,11 +118,7 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
 
   bool fused = false;
   if (c.precision == GK_PRECISION_TF32) {
-    GK_RETURN_IF_ERROR(audio::qkv_gemm_tf32_preferred(rows, c.hidden, c.num_heads, &fused));
-    const TfPath forced = forced_path();
-    if (forced != TfPath::kAuto) {
-      fused = forced == TfPath::kFused && rows <= audio::kQkvMaxRowTiles * 128 && c.hidden <= INT32_MAX;
-    }
+    GK_RETURN_IF_ERROR(audio::qkv_gemm_tf32_chosen(rows, c.hidden, c.num_heads, &fused));
   }
   if (fused) {
     audio::QkvGemmParams p{};
@@ -174,7 +154,7 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
                                         detail::kGemmWorkspaceBytes, stream));
     if (i < 2) {
       GK_RETURN_IF_ERROR(side.fork());
-      GK_RETURN_IF_ERROR(audio::launch_head_rmsnorm(static_cast<float*>(outs[i]), norm_w[i], nullptr, nullptr, rows,
+      GK_RETURN_IF_ERROR(audio::launch_head_rmsnorm(static_cast<float*>(outs[i]), norm_w[i], rows,
                                                     static_cast<int>(c.num_heads), static_cast<int>(c.head_dim),
                                                     c.eps, side.stream()));
     }

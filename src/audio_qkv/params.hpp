@@ -5,8 +5,6 @@
 
 namespace gk::audio {
 
-inline constexpr int64_t kQkvMaxRowTiles = 65535;  // grid.y limit
-
 struct QkvGemmParams {
   const float* hidden;  // [M, K]
   const float* wq;      // [H*128, K] each

@@ -6,6 +6,7 @@
 #include "audio_qkv/qkv_gemm_sm90.cuh"
 #include "common/cuda_check.hpp"
 #include "common/device_props.hpp"
+#include "common/env_choice.hpp"
 #include "common/tensor_map.hpp"
 
 namespace gk::audio {
@@ -13,6 +14,15 @@ namespace gk::audio {
 namespace {
 
 constexpr const char* kOp = "audio_qkv";
+constexpr int64_t kMaxRowTiles = 65535;  // grid.y
+
+// What the kernel's grid and tiling can take: hidden a whole number of K-blocks, row tiles within grid.y, the
+// three projections' heads within grid.x, and sizes that fit the parameter block's ints.
+bool supported(int64_t rows, int64_t hidden, int64_t heads) {
+  using Tr = QkvGemmTraits;
+  return rows <= kMaxRowTiles * Tr::kBM && hidden % Tr::kBK == 0 && hidden <= INT32_MAX &&
+         3 * heads <= INT32_MAX;
+}
 
 // Largest split in {4, 2} whose grid still fits in one wave and leaves each CTA at least two K-blocks; 1 when the
 // row tiles alone fill half the SMs.
@@ -62,33 +72,38 @@ Status launch(const QkvGemmParams& p, dim3 grid, cudaStream_t stream) {
   attr[0].val.clusterDim.z = grid.z;
   cfg.attrs = attr;
   cfg.numAttrs = kSplit ? 1 : 0;
-  GK_RETURN_IF_ERROR(detail::cuda_status(cudaLaunchKernelEx(&cfg, kernel, maps.hs, maps.wq, maps.wk, maps.wv, p), kOp, "fused QKV kernel launch"));
+  GK_RETURN_IF_ERROR(detail::cuda_status(cudaLaunchKernelEx(&cfg, kernel, maps.hs, maps.wq, maps.wk, maps.wv, p), kOp,
+                                         "fused QKV kernel launch"));
   return detail::check_launch(kOp, "fused QKV kernel launch");
 }
 
 }  // namespace
 
-Status qkv_gemm_tf32_preferred(int64_t rows, int64_t hidden, int64_t heads, bool* preferred) {
+Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, bool* fused) {
   using Tr = QkvGemmTraits;
+  *fused = false;
+  if (!supported(rows, hidden, heads)) return Status::Ok();
+  // GK_AUDIO_TF32_PATH=fused|cublas pins the path (tests run every shape through both; benchmarks compare).
+  static const int forced = detail::env_choice("GK_AUDIO_TF32_PATH", {"fused", "cublas"});
+  if (forced >= 0) {
+    *fused = forced == 0;
+    return Status::Ok();
+  }
   int sms = 0;
   GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
-  const int64_t m_tiles = (rows + Tr::kBM - 1) / Tr::kBM;
-  *preferred = m_tiles * 3 * heads <= sms && hidden % Tr::kBK == 0 && hidden <= INT32_MAX;
+  *fused = (rows + Tr::kBM - 1) / Tr::kBM * 3 * heads <= sms;
   return Status::Ok();
 }
 
 Status launch_qkv_gemm_tf32(const QkvGemmParams& params, cudaStream_t stream) {
   using Tr = QkvGemmTraits;
   QkvGemmParams p = params;
-  if (p.k_dim % Tr::kBK != 0) {
-    return detail::error(GK_STATUS_INVALID_ARGUMENT, "%s: hidden %d is not a multiple of %d", kOp, p.k_dim, Tr::kBK);
+  if (!supported(p.m, p.k_dim, p.heads)) {
+    return detail::error(GK_STATUS_INVALID_ARGUMENT, "%s: M = %d, hidden %d, %d heads are outside the fused kernel's grid",
+                         kOp, p.m, p.k_dim, p.heads);
   }
   const int64_t m_tiles = (int64_t(p.m) + Tr::kBM - 1) / Tr::kBM;
   const int64_t n_tiles = int64_t(3) * p.heads;
-  if (m_tiles > kQkvMaxRowTiles || n_tiles > INT32_MAX) {
-    return detail::error(GK_STATUS_INVALID_ARGUMENT, "%s: %lld row tiles exceed the grid", kOp,
-                         static_cast<long long>(m_tiles));
-  }
   int sms = 0;
   GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
   const int k_blocks = p.k_dim / Tr::kBK;

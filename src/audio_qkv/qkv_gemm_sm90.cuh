@@ -43,21 +43,10 @@ struct QkvGemmTraits {
 namespace qkv_detail {
 
 // Round to nearest tf32, ties away from zero; Inf and NaN pass through.
-__device__ __forceinline__ float round_tf32(float x) {
+__device__ __forceinline__ uint32_t round_tf32(uint32_t x) {
   uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return __uint_as_float(r);
-}
-
-__device__ __forceinline__ float4 ld_shared_f32x4(uint32_t addr) {
-  float4 v;
-  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr));
-  return v;
-}
-
-__device__ __forceinline__ void st_shared_f32x4(uint32_t addr, float4 v) {
-  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
-               : "memory");
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(x)));
+  return r;
 }
 
 // One landed stage (both tiles, one contiguous run: rounding is elementwise, so the swizzle does not matter)
@@ -68,19 +57,15 @@ __device__ __forceinline__ void round_stage(uint32_t stage, int t) {
   static_assert(kPer % kBatch == 0, "whole batches");
 #pragma unroll
   for (int j0 = 0; j0 < kPer; j0 += kBatch) {
-    float4 x[kBatch];
+    uint4 x[kBatch];
 #pragma unroll
-    for (int j = 0; j < kBatch; ++j) x[j] = ld_shared_f32x4(stage + 16u * (t + 128 * (j0 + j)));
+    for (int j = 0; j < kBatch; ++j) x[j] = device::ld_shared_v4(stage + 16u * (t + 128 * (j0 + j)));
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
-      st_shared_f32x4(stage + 16u * (t + 128 * (j0 + j)),
-                      make_float4(round_tf32(x[j].x), round_tf32(x[j].y), round_tf32(x[j].z), round_tf32(x[j].w)));
+      device::st_shared_v4(stage + 16u * (t + 128 * (j0 + j)),
+                           make_uint4(round_tf32(x[j].x), round_tf32(x[j].y), round_tf32(x[j].z), round_tf32(x[j].w)));
     }
   }
-}
-
-__device__ __forceinline__ void st_shared_f32x2(uint32_t addr, float a, float b) {
-  asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(a), "f"(b) : "memory");
 }
 
 }  // namespace qkv_detail
@@ -228,7 +213,8 @@ __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
       const int r = wg * 64 + warp * 16 + g + 8 * h;
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
-        st_shared_f32x2(parked + (r * Tr::kPartialStride + 8 * j + 2 * t4) * 4, acc[j][2 * h], acc[j][2 * h + 1]);
+        device::st_shared_v2_f32(parked + (r * Tr::kPartialStride + 8 * j + 2 * t4) * 4, acc[j][2 * h],
+                                 acc[j][2 * h + 1]);
       }
     }
     device::cluster_sync();

@@ -3,11 +3,10 @@
 #include <cuda.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include "common/cuda_check.hpp"
 #include "common/device_props.hpp"
+#include "common/env_choice.hpp"
 #include "common/tensor_map.hpp"
 #include "gemma3_attention/attention_kernel.cuh"
 #include "gemma3_attention/attention_sm90.cuh"
@@ -34,13 +33,21 @@ enum class Choice { kAuto, kMma, kWgmma };
 // GK_ATTENTION_KERNEL=mma|wgmma overrides the choice (tests and benchmarks use it to pin one kernel).
 Choice forced_choice() {
   static const Choice c = [] {
-    const char* v = std::getenv("GK_ATTENTION_KERNEL");
-    if (v == nullptr) return Choice::kAuto;
-    if (std::strcmp(v, "mma") == 0) return Choice::kMma;
-    if (std::strcmp(v, "wgmma") == 0) return Choice::kWgmma;
-    return Choice::kAuto;
+    switch (detail::env_choice("GK_ATTENTION_KERNEL", {"mma", "wgmma"})) {
+      case 0:
+        return Choice::kMma;
+      case 1:
+        return Choice::kWgmma;
+      default:
+        return Choice::kAuto;
+    }
   }();
   return c;
+}
+
+// Work tiles of `block_m` query rows: one per (query block, batch, query head).
+int64_t tile_count(const AttentionParams& p, int block_m) {
+  return int64_t((p.seq_len + block_m - 1) / block_m) * p.batch * p.num_q_heads;
 }
 
 // The launch steps both kernels share: the shared-memory opt-in and a grid of one CTA per (query block, batch,
@@ -51,7 +58,7 @@ Status prepare_grid(Kernel kernel, size_t smem_bytes, int block_m, AttentionPara
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)), kOp,
       "cudaFuncSetAttribute(attention)"));
   p->num_m_blocks = (p->seq_len + block_m - 1) / block_m;
-  const int64_t n = int64_t(p->num_m_blocks) * p->batch * p->num_q_heads;
+  const int64_t n = tile_count(*p, block_m);
   if (n > INT32_MAX) {
     return detail::error(GK_STATUS_INVALID_ARGUMENT, "%s: batch*num_q_heads*ceil(seq_len/%d) = %lld exceeds 2^31-1",
                          kOp, block_m, static_cast<long long>(n));
@@ -119,8 +126,7 @@ Status launch_variant(const AttentionParams& p, cudaStream_t stream) {
   if (forced == Choice::kAuto) {
     int sms = 0;
     GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
-    const int64_t tiles = int64_t(p.batch) * p.num_q_heads * ((p.seq_len + Sm90Traits::kBlockM - 1) / Sm90Traits::kBlockM);
-    wide_grid = 2 * tiles >= sms;
+    wide_grid = 2 * tile_count(p, Sm90Traits::kBlockM) >= sms;
   }
   const bool sm90 = sm90_layout(p, &cols) && forced != Choice::kMma && wide_grid;
   if (sm90) return launch_wgmma<kSoftcap, kMask>(p, cols, stream);

@@ -50,19 +50,6 @@ struct Sm90Columns {
   int v_col;
 };
 
-__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v) {
-  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ uint4 ld_shared_u128(uint32_t addr) {
-  uint4 v;
-  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "r"(addr)
-               : "memory");
-  return v;
-}
-
 // A consumer warpgroup's 64 output rows, normalized and rounded to bf16, go through shared memory so the global
 // stores are whole 256-byte rows of 16-byte pieces: written straight from the accumulator layout, each quad
 // covered only 16 bytes of a row per store and half of every 32-byte sector went unused (ncu: 50% excess
@@ -83,7 +70,7 @@ __device__ __forceinline__ void store_output_staged(const float (&acc_o)[kDTiles
 #pragma unroll
     for (int dt = 0; dt < kDTiles; ++dt) {
       const uint32_t addr = stage + r * 256 + ((dt ^ (r & 7)) << 4) + q * 4;
-      st_shared_u32(addr, device::pack_bf16x2(acc_o[dt][2 * hh] * inv_l[hh], acc_o[dt][2 * hh + 1] * inv_l[hh]));
+      device::st_shared_b32(addr, device::pack_bf16x2(acc_o[dt][2 * hh] * inv_l[hh], acc_o[dt][2 * hh + 1] * inv_l[hh]));
     }
   }
   device::named_barrier_sync(3 + half, 128);
@@ -91,7 +78,7 @@ __device__ __forceinline__ void store_output_staged(const float (&acc_o)[kDTiles
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const int id = i * 128 + t, r = id / 16, c = id % 16;
-    const uint4 v = ld_shared_u128(stage + r * 256 + ((c ^ (r & 7)) << 4));
+    const uint4 v = device::ld_shared_v4(stage + r * 256 + ((c ^ (r & 7)) << 4));
     const int row = wg_row0 + r;
     if (row < p.seq_len) *reinterpret_cast<uint4*>(o + int64_t(row) * p.o_token_stride + c * 8) = v;
   }

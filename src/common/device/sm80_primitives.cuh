@@ -1,5 +1,5 @@
-// Warp-level tensor-core and async-copy primitives (sm_80 ISA, valid on sm_90a): ldmatrix, mma.sync bf16,
-// cp.async with zero fill, and single-instruction special functions. Thin wrappers so the kernels read as math.
+// Warp-level tensor-core and async-copy primitives (sm_80 ISA, valid on sm_90a): shared-memory accesses by
+// address, ldmatrix, mma.sync bf16, cp.async with zero fill, and single-instruction special functions. Thin wrappers so the kernels read as math.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -9,6 +9,29 @@ namespace gk::device {
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Plain shared-memory accesses by 32-bit shared address (as smem_addr returns and the swizzle arithmetic uses).
+__device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ void st_shared_v2_f32(uint32_t addr, float a, float b) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(a), "f"(b) : "memory");
+}
+
+__device__ __forceinline__ void st_shared_v4(uint32_t addr, uint4 v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
+__device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
 }
 
 // 16-byte global->shared copy; when `valid` is false the 16 bytes are zero-filled and global memory is not read.
