@@ -51,10 +51,14 @@ step "host tests" "$BUILD/bin/gk_host_tests" --gtest_brief=1
 FILTER='*'
 [ $QUICK -eq 1 ] && FILTER='*Small*:*W047*B1_S128*:*W054*B1_S128*'
 step "gpu tests" "$BUILD/bin/gk_gpu_tests" --gtest_filter="$FILTER" --gtest_output=xml:"$OUT/gpu-tests.xml"
-# The attention kernel and the audio tf32 path are chosen by shape; run those tests once more with each pinned so
-# every kernel sees every shape, mask and variant.
+# The attention kernel, the layer's projection path and the audio tf32 path are chosen by shape; run those tests
+# once more with each pinned so every kernel sees every shape, mask and variant.
 for k in wgmma mma; do
   step "gemma3 tests, attention=$k" env GK_ATTENTION_KERNEL=$k "$BUILD/bin/gk_gpu_tests" \
+    --gtest_filter='*Gemma3*:*W047*:GpuTest.*' --gtest_brief=1
+done
+for pp in fused cublas; do
+  step "gemma3 tests, projections=$pp" env GK_PROJ_PATH=$pp "$BUILD/bin/gk_gpu_tests" \
     --gtest_filter='*Gemma3*:*W047*:GpuTest.*' --gtest_brief=1
 done
 for a in fused cublas; do
@@ -72,6 +76,10 @@ if command -v compute-sanitizer > /dev/null; then
     --gtest_filter='Small/Gemma3Small.*causal_softcap:Small/Gemma3Small.*s130*' --gtest_brief=1
   step "racecheck (audio fused tf32, small)" compute-sanitizer --tool racecheck --error-exitcode 1 \
     "$BUILD/bin/gk_gpu_tests" --gtest_filter='*AudioSmall*tf32*:*AudioRounding*tf32_rows586*' --gtest_brief=1
+  step "racecheck (fused projections, small)" env GK_PROJ_PATH=fused compute-sanitizer --tool racecheck \
+    --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" --gtest_filter='Small/Gemma3Small.*' --gtest_brief=1
+  step "synccheck (fused projections, small)" env GK_PROJ_PATH=fused compute-sanitizer --tool synccheck \
+    --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" --gtest_filter='Small/Gemma3Small.*' --gtest_brief=1
   step "synccheck (audio fused tf32, small)" compute-sanitizer --tool synccheck --error-exitcode 1 \
     "$BUILD/bin/gk_gpu_tests" --gtest_filter='*AudioSmall*tf32*:*AudioRounding*tf32_rows4*' --gtest_brief=1
   for k in mma wgmma; do

@@ -24,14 +24,30 @@ bool supported(int64_t rows, int64_t hidden, int64_t heads) {
          3 * heads <= INT32_MAX;
 }
 
-// Largest split in {4, 2} whose grid still fits in one wave and leaves each CTA at least two K-blocks; 1 when the
-// row tiles alone fill half the SMs.
-int choose_split(int64_t tiles, int k_blocks, int sms) {
-  if (2 * tiles > sms) return 1;
-  for (int split : {4, 2}) {
-    if (tiles * split <= sms && k_blocks % split == 0 && k_blocks / split >= 2) return split;
+Status set_smem_opt_in(const void* kernel) {
+  return detail::cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  static_cast<int>(QkvGemmTraits::kSmemBytes)),
+                             kOp, "cudaFuncSetAttribute(qkv gemm)");
+}
+
+// Largest split in {4, 2} whose grid fits in one wave (SMs, and the clusters that can be resident at once: they
+// stay within a GPC) and leaves each CTA at least two K-blocks; 1 when the row tiles alone fill half the SMs.
+Status choose_split(int64_t tiles, int k_blocks, int sms, int* split) {
+  *split = 1;
+  if (2 * tiles > sms) return Status::Ok();
+  const void* kernel = reinterpret_cast<const void*>(audio_qkv_gemm_kernel<true>);
+  GK_RETURN_IF_ERROR(set_smem_opt_in(kernel));
+  for (int s : {4, 2}) {
+    if (tiles * s > sms || k_blocks % s != 0 || k_blocks / s < 2) continue;
+    int resident = 0;
+    GK_RETURN_IF_ERROR(
+        detail::max_active_clusters(kOp, kernel, QkvGemmTraits::kThreads, QkvGemmTraits::kSmemBytes, s, &resident));
+    if (tiles <= resident) {
+      *split = s;
+      return Status::Ok();
+    }
   }
-  return 1;
+  return Status::Ok();
 }
 
 struct Maps {
@@ -57,9 +73,7 @@ Status launch(const QkvGemmParams& p, dim3 grid, cudaStream_t stream) {
   GK_RETURN_IF_ERROR(encode_maps(p, &maps));
   using Tr = QkvGemmTraits;
   auto kernel = audio_qkv_gemm_kernel<kSplit>;
-  GK_RETURN_IF_ERROR(detail::cuda_status(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Tr::kSmemBytes)), kOp,
-      "cudaFuncSetAttribute(qkv gemm)"));
+  GK_RETURN_IF_ERROR(set_smem_opt_in(reinterpret_cast<const void*>(kernel)));
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(Tr::kThreads);
@@ -107,7 +121,8 @@ Status launch_qkv_gemm_tf32(const QkvGemmParams& params, cudaStream_t stream) {
   int sms = 0;
   GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
   const int k_blocks = p.k_dim / Tr::kBK;
-  const int split = choose_split(m_tiles * n_tiles, k_blocks, sms);
+  int split = 1;
+  GK_RETURN_IF_ERROR(choose_split(m_tiles * n_tiles, k_blocks, sms, &split));
   p.k_blocks = k_blocks / split;
   const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
   return split > 1 ? launch<true>(p, grid, stream) : launch<false>(p, grid, stream);

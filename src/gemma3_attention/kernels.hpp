@@ -11,4 +11,28 @@ namespace gk::gemma3 {
 Status launch_norm_rope(const NormRopeParams& p, int head_dim, cudaStream_t stream);
 Status launch_attention(AttentionParams p, int head_dim, cudaStream_t stream);
 
+// Operands of the head-tiled projection GEMM (see ProjGemmParams): A [m, k] row-major, each weight [heads * 128, k]
+// row-major, outputs as column ranges of buffers with one row stride; head_dim is 128.
+struct ProjGemmOperands {
+  int64_t m = 0, k = 0;
+  const __nv_bfloat16* a = nullptr;
+  int segments = 0;
+  const __nv_bfloat16* w[ProjGemmParams::kMaxSegments] = {};
+  int64_t heads[ProjGemmParams::kMaxSegments] = {};
+  __nv_bfloat16* out[ProjGemmParams::kMaxSegments] = {};
+  const __nv_bfloat16* norm_weight[ProjGemmParams::kMaxSegments] = {};  // null: stored as computed
+  int64_t out_row_stride = 0;
+  const __nv_bfloat16* cos = nullptr;  // [m, 128], for the normed segments' RoPE
+  const __nv_bfloat16* sin = nullptr;
+  float eps = 0.f;
+  float weight_offset = 0.f;
+};
+
+// Whether the fused kernel can take these operands (sizes, alignment for TMA and vector stores).
+bool proj_gemm_supported(const ProjGemmOperands& o);
+// Whether the layer should use it: supported, `by_default` (the measured winner for this projection at one
+// wave), and one wave of tiles or fewer; GK_PROJ_PATH=fused|cublas pins the choice for every supported shape.
+Status proj_gemm_chosen(const ProjGemmOperands& o, bool by_default, bool* fused);
+Status launch_proj_gemm(const ProjGemmOperands& o, cudaStream_t stream);
+
 }  // namespace gk::gemma3

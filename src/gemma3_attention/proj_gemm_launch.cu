@@ -1,0 +1,172 @@
+// Launch and path choice of the head-tiled projection GEMM (proj_gemm_sm90.cuh). The K split (a cluster of CTAs
+// along z) is chosen from the grid the tiles alone would give, so that few row tiles still spread the weight
+// stream over most SMs.
+#include <cuda_runtime.h>
+
+#include "common/cuda_check.hpp"
+#include "common/device_props.hpp"
+#include "common/env_choice.hpp"
+#include "common/tensor_map.hpp"
+#include "gemma3_attention/kernels.hpp"
+#include "gemma3_attention/proj_gemm_sm90.cuh"
+
+namespace gk::gemma3 {
+
+namespace {
+
+constexpr const char* kOp = "gemma3_attention";
+constexpr int64_t kMaxRowTiles = 65535;  // grid.y
+constexpr int kMaxSplit = 8;             // portable cluster size
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+Status set_smem_opt_in(const void* kernel) {
+  return detail::cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  static_cast<int>(ProjGemmTraits::kSmemBytes)),
+                             kOp, "cudaFuncSetAttribute(projection gemm)");
+}
+
+// Largest split (cluster size) whose grid fits in one wave (SMs, and the clusters that can be resident at once:
+// clusters stay within a GPC, so 40 clusters of 3 did not fit on the H200 and ran a second wave) and leaves each
+// CTA at least two K-blocks; 1 when the tiles alone fill half the SMs.
+Status choose_split(int64_t tiles, int k_blocks, int sms, int* split) {
+  *split = 1;
+  if (2 * tiles > sms) return Status::Ok();
+  const void* kernel = reinterpret_cast<const void*>(proj_gemm_kernel<true>);
+  GK_RETURN_IF_ERROR(set_smem_opt_in(kernel));
+  for (int s = kMaxSplit; s >= 2; --s) {
+    if (tiles * s > sms || k_blocks % s != 0 || k_blocks / s < 2) continue;
+    int resident = 0;
+    GK_RETURN_IF_ERROR(detail::max_active_clusters(kOp, kernel, ProjGemmTraits::kThreads, ProjGemmTraits::kSmemBytes, s,
+                                                   &resident));
+    if (tiles <= resident) {
+      *split = s;
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
+struct Maps {
+  CUtensorMap a, w[ProjGemmParams::kMaxSegments];
+};
+
+Status encode_maps(const ProjGemmOperands& o, Maps* maps) {
+  using Tr = ProjGemmTraits;
+  const uint64_t k = uint64_t(o.k), stride[1] = {k * 2};
+  const uint32_t box[2] = {Tr::kBK, Tr::kBM};
+  constexpr auto kBf16 = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const uint64_t a_dims[2] = {k, uint64_t(o.m)};
+  GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &maps->a, kBf16, 2, o.a, a_dims, stride, box));
+  for (int s = 0; s < ProjGemmParams::kMaxSegments; ++s) {
+    // Unused slots repeat segment 0's map: the kernel never reads them.
+    const int src = s < o.segments ? s : 0;
+    const uint64_t w_dims[2] = {k, uint64_t(o.heads[src]) * Tr::kBN};
+    GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &maps->w[s], kBf16, 2, o.w[src], w_dims, stride, box));
+  }
+  return Status::Ok();
+}
+
+template <bool kSplit>
+Status launch(const ProjGemmParams& p, const Maps& maps, dim3 grid, cudaStream_t stream) {
+  using Tr = ProjGemmTraits;
+  auto kernel = proj_gemm_kernel<kSplit>;
+  GK_RETURN_IF_ERROR(set_smem_opt_in(reinterpret_cast<const void*>(kernel)));
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(Tr::kThreads);
+  cfg.dynamicSmemBytes = Tr::kSmemBytes;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = grid.z;
+  cfg.attrs = attr;
+  cfg.numAttrs = kSplit ? 1 : 0;
+  GK_RETURN_IF_ERROR(detail::cuda_status(cudaLaunchKernelEx(&cfg, kernel, maps.a, maps.w[0], maps.w[1], maps.w[2], p),
+                                         kOp, "projection gemm launch"));
+  return detail::check_launch(kOp, "projection gemm launch");
+}
+
+int64_t total_heads(const ProjGemmOperands& o) {
+  int64_t n = 0;
+  for (int s = 0; s < o.segments; ++s) n += o.heads[s];
+  return n;
+}
+
+}  // namespace
+
+bool proj_gemm_supported(const ProjGemmOperands& o) {
+  using Tr = ProjGemmTraits;
+  if (o.segments < 1 || o.segments > ProjGemmParams::kMaxSegments) return false;
+  if (o.m < 1 || o.m > kMaxRowTiles * Tr::kBM || o.k < 2 * Tr::kBK || o.k % Tr::kBK != 0 || o.k > INT32_MAX) {
+    return false;
+  }
+  if (!aligned16(o.a) || o.out_row_stride % 4 != 0 || o.out_row_stride > INT32_MAX) return false;
+  bool normed = false;
+  for (int s = 0; s < o.segments; ++s) {
+    if (o.heads[s] < 1 || !aligned16(o.w[s]) || reinterpret_cast<uintptr_t>(o.out[s]) % 8 != 0) return false;
+    if (o.norm_weight[s] != nullptr && reinterpret_cast<uintptr_t>(o.norm_weight[s]) % 8 != 0) return false;
+    normed = normed || o.norm_weight[s] != nullptr;
+  }
+  if (normed && (reinterpret_cast<uintptr_t>(o.cos) % 8 != 0 || reinterpret_cast<uintptr_t>(o.sin) % 8 != 0)) {
+    return false;
+  }
+  return total_heads(o) <= 65535;  // grid.x
+}
+
+Status proj_gemm_chosen(const ProjGemmOperands& o, bool by_default, bool* fused) {
+  using Tr = ProjGemmTraits;
+  *fused = false;
+  if (!proj_gemm_supported(o)) return Status::Ok();
+  // GK_PROJ_PATH=fused|cublas pins the path (tests run every shape through both; benchmarks compare).
+  static const int forced = detail::env_choice("GK_PROJ_PATH", {"fused", "cublas"});
+  if (forced >= 0) {
+    *fused = forced == 0;
+    return Status::Ok();
+  }
+  if (!by_default) return Status::Ok();
+  int sms = 0;
+  GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
+  // One wave of tiles at most: beyond that cuBLAS's mainloop (larger tiles, 2-CTA clusters) is faster.
+  *fused = (o.m + Tr::kBM - 1) / Tr::kBM * total_heads(o) <= sms;
+  return Status::Ok();
+}
+
+Status launch_proj_gemm(const ProjGemmOperands& o, cudaStream_t stream) {
+  using Tr = ProjGemmTraits;
+  if (!proj_gemm_supported(o)) {
+    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: projection operands outside the fused GEMM's support", kOp);
+  }
+  Maps maps;
+  GK_RETURN_IF_ERROR(encode_maps(o, &maps));
+  ProjGemmParams p{};
+  p.m = static_cast<int>(o.m);
+  p.segments = o.segments;
+  int end = 0;
+  for (int s = 0; s < ProjGemmParams::kMaxSegments; ++s) {
+    if (s < o.segments) end += static_cast<int>(o.heads[s]);
+    p.seg_end[s] = end;
+    p.out[s] = s < o.segments ? o.out[s] : nullptr;
+    p.norm_weight[s] = s < o.segments ? o.norm_weight[s] : nullptr;
+  }
+  p.out_row_stride = o.out_row_stride;
+  p.cos = o.cos;
+  p.sin = o.sin;
+  p.eps = o.eps;
+  p.weight_offset = o.weight_offset;
+
+  const int64_t m_tiles = (o.m + Tr::kBM - 1) / Tr::kBM;
+  const int64_t n_tiles = total_heads(o);
+  int sms = 0;
+  GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
+  const int k_blocks = static_cast<int>(o.k / Tr::kBK);
+  int split = 1;
+  GK_RETURN_IF_ERROR(choose_split(m_tiles * n_tiles, k_blocks, sms, &split));
+  p.k_blocks = k_blocks / split;
+  const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
+  return split > 1 ? launch<true>(p, maps, grid, stream) : launch<false>(p, maps, grid, stream);
+}
+
+}  // namespace gk::gemma3
