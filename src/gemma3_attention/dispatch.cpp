@@ -78,8 +78,8 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
     return gemm.run(what, shape, t.hidden_states.data, w.data, dst, ws.gemm_workspace, detail::kGemmWorkspaceBytes,
                     stream);
   };
-  // Few row tiles: one fused kernel for q|k|v with the norm and RoPE in its epilogue (split-K over clusters:
-  // the weight read dominates). Otherwise three cuBLASLt GEMMs and the standalone norm/RoPE pass.
+  // A single row tile (M <= 128): one fused kernel for q|k|v with the norm and RoPE in its epilogue (split-K over
+  // clusters: the weight read dominates). Otherwise three cuBLASLt GEMMs and the standalone norm/RoPE pass.
   gemma3::ProjGemmOperands qkv_ops;
   qkv_ops.m = rows;
   qkv_ops.k = c.hidden;

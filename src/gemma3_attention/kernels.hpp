@@ -30,8 +30,9 @@ struct ProjGemmOperands {
 
 // Whether the fused kernel can take these operands (sizes, alignment for TMA and vector stores).
 bool proj_gemm_supported(const ProjGemmOperands& o);
-// Whether the layer should use it: supported, `by_default` (the measured winner for this projection at one
-// wave), and one wave of tiles or fewer; GK_PROJ_PATH=fused|cublas pins the choice for every supported shape.
+// Whether the layer should use it: supported, `by_default` (the measured winner for this projection), and a
+// single row tile (M <= 128) whose head tiles fit one wave; GK_PROJ_PATH=fused|cublas pins the choice for every
+// supported shape.
 Status proj_gemm_chosen(const ProjGemmOperands& o, bool by_default, bool* fused);
 Status launch_proj_gemm(const ProjGemmOperands& o, cudaStream_t stream);
 

@@ -26,19 +26,19 @@ struct NormRopeParams {
 };
 
 // The head-tiled projection GEMM (proj_gemm_sm90.cuh): out = A[M, K] * W^T for up to three weights ("segments",
-// e.g. Wq, Wk, Wv), each [n_tiles * 128, K], every 128-column output tile one head. Segments with a norm weight
-// get the per-head RMSNorm (offset + w) and RoPE before the store; the others are stored as computed (rounded to
-// bf16 once, after the fp32 accumulation over all of K).
+// e.g. Wq, Wk, Wv), each [heads * 128, K]; a CTA's output tile is two heads of one segment. Segments with a norm
+// weight get the per-head RMSNorm (offset + w) and RoPE before the store; the others are stored as computed
+// (rounded to bf16 once, after the fp32 accumulation over all of K).
 struct ProjGemmParams {
   static constexpr int kMaxSegments = 3;
   int m;         // rows of A and of every output
-  int k_blocks;  // 64-column K-blocks per CTA: K / 64 / split
-  int segments;
-  int seg_end[kMaxSegments];                        // cumulative head tiles: segment s owns [seg_end[s-1], seg_end[s])
-  __nv_bfloat16* out[kMaxSegments];                 // column 0 of each segment's first head
-  const __nv_bfloat16* norm_weight[kMaxSegments];   // null: no norm and no RoPE
-  int64_t out_row_stride;                           // elements, shared by the segments (one packed buffer)
-  const __nv_bfloat16* cos;                         // [M, 128]
+  int k_blocks;  // 64-column K-blocks of the whole K (a K split shares them out)
+  int seg_end[kMaxSegments];    // cumulative tiles: segment s owns tiles [seg_end[s-1], seg_end[s])
+  int seg_heads[kMaxSegments];  // heads of each segment (its last tile may hold one)
+  __nv_bfloat16* out[kMaxSegments];                // column 0 of each segment's first head
+  const __nv_bfloat16* norm_weight[kMaxSegments];  // null: no norm and no RoPE
+  int64_t out_row_stride;                          // elements, shared by the segments (one packed buffer)
+  const __nv_bfloat16* cos;                        // [M, 128]
   const __nv_bfloat16* sin;
   float eps;
   float weight_offset;

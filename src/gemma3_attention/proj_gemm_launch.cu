@@ -16,29 +16,33 @@ namespace {
 
 constexpr const char* kOp = "gemma3_attention";
 constexpr int64_t kMaxRowTiles = 65535;  // grid.y
-constexpr int kMaxSplit = 8;             // portable cluster size
+constexpr int kMaxSplit = 8;  // the portable cluster size
+// One row tile: one head per tile, and the only size where the fused kernel beats cuBLASLt by default.
+constexpr int64_t kSingleTileRows = 128;
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+template <int kHeads>
 Status set_smem_opt_in(const void* kernel) {
   return detail::cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                  static_cast<int>(ProjGemmTraits::kSmemBytes)),
+                                                  static_cast<int>(ProjGemmTraits<kHeads>::kSmemBytes)),
                              kOp, "cudaFuncSetAttribute(projection gemm)");
 }
 
 // Largest split (cluster size) whose grid fits in one wave (SMs, and the clusters that can be resident at once:
 // clusters stay within a GPC, so 40 clusters of 3 did not fit on the H200 and ran a second wave) and leaves each
-// CTA at least two K-blocks; 1 when the tiles alone fill half the SMs.
+// CTA at least two K-blocks; 1 when the tiles alone fill half the SMs. K-blocks need not divide evenly.
+template <int kHeads>
 Status choose_split(int64_t tiles, int k_blocks, int sms, int* split) {
+  using Tr = ProjGemmTraits<kHeads>;
   *split = 1;
   if (2 * tiles > sms) return Status::Ok();
-  const void* kernel = reinterpret_cast<const void*>(proj_gemm_kernel<true>);
-  GK_RETURN_IF_ERROR(set_smem_opt_in(kernel));
+  const void* kernel = reinterpret_cast<const void*>(proj_gemm_kernel<kHeads, true>);
+  GK_RETURN_IF_ERROR(set_smem_opt_in<kHeads>(kernel));
   for (int s = kMaxSplit; s >= 2; --s) {
-    if (tiles * s > sms || k_blocks % s != 0 || k_blocks / s < 2) continue;
+    if (tiles * s > sms || k_blocks / s < 2) continue;
     int resident = 0;
-    GK_RETURN_IF_ERROR(detail::max_active_clusters(kOp, kernel, ProjGemmTraits::kThreads, ProjGemmTraits::kSmemBytes, s,
-                                                   &resident));
+    GK_RETURN_IF_ERROR(detail::max_active_clusters(kOp, kernel, Tr::kThreads, Tr::kSmemBytes, s, &resident));
     if (tiles <= resident) {
       *split = s;
       return Status::Ok();
@@ -51,27 +55,28 @@ struct Maps {
   CUtensorMap a, w[ProjGemmParams::kMaxSegments];
 };
 
+template <int kHeads>
 Status encode_maps(const ProjGemmOperands& o, Maps* maps) {
-  using Tr = ProjGemmTraits;
+  using Tr = ProjGemmTraits<kHeads>;
   const uint64_t k = uint64_t(o.k), stride[1] = {k * 2};
-  const uint32_t box[2] = {Tr::kBK, Tr::kBM};
+  const uint32_t a_box[2] = {Tr::kBK, Tr::kBM}, w_box[2] = {Tr::kBK, Tr::kBN};  // W: the tile's heads in one box
   constexpr auto kBf16 = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   const uint64_t a_dims[2] = {k, uint64_t(o.m)};
-  GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &maps->a, kBf16, 2, o.a, a_dims, stride, box));
+  GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &maps->a, kBf16, 2, o.a, a_dims, stride, a_box));
   for (int s = 0; s < ProjGemmParams::kMaxSegments; ++s) {
-    // Unused slots repeat segment 0's map: the kernel never reads them.
+    // Unused slots repeat segment 0's map: the kernel never reads them. Rows past the segment read as zeros.
     const int src = s < o.segments ? s : 0;
-    const uint64_t w_dims[2] = {k, uint64_t(o.heads[src]) * Tr::kBN};
-    GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &maps->w[s], kBf16, 2, o.w[src], w_dims, stride, box));
+    const uint64_t w_dims[2] = {k, uint64_t(o.heads[src]) * Tr::kHeadDim};
+    GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &maps->w[s], kBf16, 2, o.w[src], w_dims, stride, w_box));
   }
   return Status::Ok();
 }
 
-template <bool kSplit>
+template <int kHeads, bool kSplit>
 Status launch(const ProjGemmParams& p, const Maps& maps, dim3 grid, cudaStream_t stream) {
-  using Tr = ProjGemmTraits;
-  auto kernel = proj_gemm_kernel<kSplit>;
-  GK_RETURN_IF_ERROR(set_smem_opt_in(reinterpret_cast<const void*>(kernel)));
+  using Tr = ProjGemmTraits<kHeads>;
+  auto kernel = proj_gemm_kernel<kHeads, kSplit>;
+  GK_RETURN_IF_ERROR(set_smem_opt_in<kHeads>(reinterpret_cast<const void*>(kernel)));
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(Tr::kThreads);
@@ -89,20 +94,57 @@ Status launch(const ProjGemmParams& p, const Maps& maps, dim3 grid, cudaStream_t
   return detail::check_launch(kOp, "projection gemm launch");
 }
 
-int64_t total_heads(const ProjGemmOperands& o) {
+int64_t segment_tiles(int64_t heads, int heads_per_tile) { return (heads + heads_per_tile - 1) / heads_per_tile; }
+
+int64_t total_tiles(const ProjGemmOperands& o, int heads_per_tile) {
   int64_t n = 0;
-  for (int s = 0; s < o.segments; ++s) n += o.heads[s];
+  for (int s = 0; s < o.segments; ++s) n += segment_tiles(o.heads[s], heads_per_tile);
   return n;
+}
+
+// Heads per tile: two halve the activation tile's share of each SM's L2 traffic, which bounds the kernel once
+// there are several row tiles (M = 8192: 570 against 480 TFLOP/s); with a single row tile one head per tile
+// measured faster (M = 128, q|k|v: 20 against 24 us). docs/perf-log.md, v4.
+int heads_per_tile(const ProjGemmOperands& o) { return o.m <= kSingleTileRows ? 1 : 2; }
+
+template <int kHeads>
+Status launch_heads(const ProjGemmOperands& o, cudaStream_t stream) {
+  using Tr = ProjGemmTraits<kHeads>;
+  Maps maps;
+  GK_RETURN_IF_ERROR(encode_maps<kHeads>(o, &maps));
+  ProjGemmParams p{};
+  p.m = static_cast<int>(o.m);
+  int end = 0;
+  for (int s = 0; s < ProjGemmParams::kMaxSegments; ++s) {
+    if (s < o.segments) end += static_cast<int>(segment_tiles(o.heads[s], kHeads));
+    p.seg_end[s] = end;
+    p.seg_heads[s] = s < o.segments ? static_cast<int>(o.heads[s]) : 0;
+    p.out[s] = s < o.segments ? o.out[s] : nullptr;
+    p.norm_weight[s] = s < o.segments ? o.norm_weight[s] : nullptr;
+  }
+  p.out_row_stride = o.out_row_stride;
+  p.cos = o.cos;
+  p.sin = o.sin;
+  p.eps = o.eps;
+  p.weight_offset = o.weight_offset;
+
+  const int64_t m_tiles = (o.m + Tr::kBM - 1) / Tr::kBM;
+  const int64_t n_tiles = total_tiles(o, kHeads);
+  int sms = 0;
+  GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
+  p.k_blocks = static_cast<int>(o.k / Tr::kBK);
+  int split = 1;
+  GK_RETURN_IF_ERROR(choose_split<kHeads>(m_tiles * n_tiles, p.k_blocks, sms, &split));
+  const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
+  return split > 1 ? launch<kHeads, true>(p, maps, grid, stream) : launch<kHeads, false>(p, maps, grid, stream);
 }
 
 }  // namespace
 
 bool proj_gemm_supported(const ProjGemmOperands& o) {
-  using Tr = ProjGemmTraits;
+  constexpr int kBM = ProjGemmTraits<1>::kBM, kBK = ProjGemmTraits<1>::kBK;
   if (o.segments < 1 || o.segments > ProjGemmParams::kMaxSegments) return false;
-  if (o.m < 1 || o.m > kMaxRowTiles * Tr::kBM || o.k < 2 * Tr::kBK || o.k % Tr::kBK != 0 || o.k > INT32_MAX) {
-    return false;
-  }
+  if (o.m < 1 || o.m > kMaxRowTiles * kBM || o.k < 2 * kBK || o.k % kBK != 0 || o.k > INT32_MAX) return false;
   if (!aligned16(o.a) || o.out_row_stride % 4 != 0 || o.out_row_stride > INT32_MAX) return false;
   bool normed = false;
   for (int s = 0; s < o.segments; ++s) {
@@ -113,11 +155,10 @@ bool proj_gemm_supported(const ProjGemmOperands& o) {
   if (normed && (reinterpret_cast<uintptr_t>(o.cos) % 8 != 0 || reinterpret_cast<uintptr_t>(o.sin) % 8 != 0)) {
     return false;
   }
-  return total_heads(o) <= 65535;  // grid.x
+  return total_tiles(o, 1) <= 65535;  // grid.x
 }
 
 Status proj_gemm_chosen(const ProjGemmOperands& o, bool by_default, bool* fused) {
-  using Tr = ProjGemmTraits;
   *fused = false;
   if (!proj_gemm_supported(o)) return Status::Ok();
   // GK_PROJ_PATH=fused|cublas pins the path (tests run every shape through both; benchmarks compare).
@@ -129,44 +170,18 @@ Status proj_gemm_chosen(const ProjGemmOperands& o, bool by_default, bool* fused)
   if (!by_default) return Status::Ok();
   int sms = 0;
   GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
-  // One wave of tiles at most: beyond that cuBLAS's mainloop (larger tiles, 2-CTA clusters) is faster.
-  *fused = (o.m + Tr::kBM - 1) / Tr::kBM * total_heads(o) <= sms;
+  // A single row tile whose head tiles fit one wave (the weight stream spread over most SMs by the K split).
+  // With more row tiles cuBLASLt's mainloop (near 790 TFLOP/s on the H200 from M = 2048) wins even against the
+  // norm/RoPE pass the fused kernel saves; at M = 512-586 the two were within a few us (docs/perf-log.md, v4).
+  *fused = o.m <= kSingleTileRows && total_tiles(o, 1) <= sms;
   return Status::Ok();
 }
 
 Status launch_proj_gemm(const ProjGemmOperands& o, cudaStream_t stream) {
-  using Tr = ProjGemmTraits;
   if (!proj_gemm_supported(o)) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: projection operands outside the fused GEMM's support", kOp);
   }
-  Maps maps;
-  GK_RETURN_IF_ERROR(encode_maps(o, &maps));
-  ProjGemmParams p{};
-  p.m = static_cast<int>(o.m);
-  p.segments = o.segments;
-  int end = 0;
-  for (int s = 0; s < ProjGemmParams::kMaxSegments; ++s) {
-    if (s < o.segments) end += static_cast<int>(o.heads[s]);
-    p.seg_end[s] = end;
-    p.out[s] = s < o.segments ? o.out[s] : nullptr;
-    p.norm_weight[s] = s < o.segments ? o.norm_weight[s] : nullptr;
-  }
-  p.out_row_stride = o.out_row_stride;
-  p.cos = o.cos;
-  p.sin = o.sin;
-  p.eps = o.eps;
-  p.weight_offset = o.weight_offset;
-
-  const int64_t m_tiles = (o.m + Tr::kBM - 1) / Tr::kBM;
-  const int64_t n_tiles = total_heads(o);
-  int sms = 0;
-  GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
-  const int k_blocks = static_cast<int>(o.k / Tr::kBK);
-  int split = 1;
-  GK_RETURN_IF_ERROR(choose_split(m_tiles * n_tiles, k_blocks, sms, &split));
-  p.k_blocks = k_blocks / split;
-  const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
-  return split > 1 ? launch<true>(p, maps, grid, stream) : launch<false>(p, maps, grid, stream);
+  return heads_per_tile(o) == 1 ? launch_heads<1>(o, stream) : launch_heads<2>(o, stream);
 }
 
 }  // namespace gk::gemma3

@@ -1,19 +1,23 @@
 // Head-tiled bf16 projection GEMM for Hopper: out = A * W^T on wgmma with fp32 accumulation, where every CTA
-// owns one 128-row x 128-column output tile = one head of one segment (q, k, v, or the O projection's output
-// columns). The q and k segments get the per-head RMSNorm and RoPE in the epilogue, so the packed q|k|v buffer
-// leaves this kernel ready for the attention.
+// owns a 128-row output tile of one or two heads (128 or 256 columns) of one segment (q, k, v, or the O
+// projection's output columns; with two heads per tile, a segment with an odd head count has a half-empty last
+// tile: its weight rows past the segment read as zeros through TMA and are not stored). The q and k segments get
+// the per-head RMSNorm and RoPE in the epilogue, so the packed q|k|v buffer leaves this kernel ready for the
+// attention.
 //
-// It is built for the shapes where a library GEMM is weight-bandwidth bound and launch-bound (few row tiles:
-// M = B*S of a few hundred): K is split across a cluster of CTAs along z so that the weight stream spreads over
-// most SMs, and the partial tiles are reduced through distributed shared memory. Roles, by warp: warpgroups 0
-// and 1 consume 64 rows each with wgmma.m64n128k16 from a 6-stage TMA ring (one K-block's group kept in flight,
-// stages released through empty barriers); warp 8 issues the TMA loads.
+// The layer takes it for a single row tile (M = B*S <= 128), where a library GEMM is bound by the weight stream
+// and by launches: K is split across a cluster of CTAs along z so that the stream spreads over most SMs, and the
+// partial tiles are reduced through distributed shared memory. With more row tiles it runs two heads per tile,
+// which halves the activation tile's share of what each SM pulls from L2 (the bound there: 480 -> 570 TFLOP/s
+// at M = 8192), still short of cuBLASLt's mainloop. Roles, by warp: warpgroups 0 and 1 consume 64 rows each (one
+// wgmma.m64n128k16 per head per K step) from a TMA ring of 192 KB, keeping one K-block's group in flight and
+// releasing stages through empty barriers; warp 8 issues the TMA loads.
 //
 // Epilogue: each CTA parks its fp32 partial tile in shared memory; after a cluster barrier every CTA reduces a
-// share of the tile's rows over the cluster, one warp per row (lane l holds columns 4l..4l+3, so the RoPE partner
-// d +/- 64 is lane l ^ 16), rounds to bf16 as a separate projection would, and for normed segments applies
-// RMSNorm and RoPE with the same roundings as the standalone norm/RoPE kernel (norm_rope.cu). A row leaves as one
-// 256-byte store per warp.
+// share of the tile's rows over the cluster, one warp per (row, head) (lane l holds columns 4l..4l+3 of the
+// head, so the RoPE partner d +/- 64 is lane l ^ 16), rounds to bf16 as a separate projection would, and for
+// normed segments applies RMSNorm and RoPE with the same roundings as the standalone norm/RoPE kernel
+// (norm_rope.cu). A head-row leaves as one 256-byte store per warp.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -26,17 +30,23 @@
 
 namespace gk::gemma3 {
 
+template <int kHeadsPerTile>
 struct ProjGemmTraits {
-  static constexpr int kBM = 128, kBN = 128, kBK = 64;  // kBK bf16 = 128 bytes: one swizzle row
-  static constexpr int kStages = 6;
+  static constexpr int kBM = 128, kHeadDim = 128, kHeads = kHeadsPerTile, kBK = 64;  // kBK: one 128-byte swizzle row
+  static constexpr int kBN = kHeads * kHeadDim;
   static constexpr int kConsumerWarps = 8;
   static constexpr int kRowsPerWarp = kBM / kConsumerWarps;  // epilogue rows of a warp without a K split
+  static constexpr int kRowBatch = 4;                        // epilogue rows reduced together
   static constexpr int kThreads = 32 * kConsumerWarps + 32;  // + the TMA warp
-  static constexpr uint32_t kTileBytes = kBM * kBK * 2;     // 16 KB (kBN == kBM)
-  static constexpr uint32_t kStageBytes = 2 * kTileBytes;
+  static constexpr uint32_t kTileBytesA = kBM * kBK * 2;       // 16 KB
+  static constexpr uint32_t kHeadBytesB = kHeadDim * kBK * 2;  // 16 KB per head
+  static constexpr uint32_t kStageBytes = kTileBytesA + kHeads * kHeadBytesB;
+  static constexpr int kStages = (192 * 1024) / kStageBytes;  // 6 stages of 32 KB, or 4 of 48 KB
   static constexpr int kPartialStride = kBN + 4;  // floats per parked row: the pad spreads rows over banks
   static constexpr size_t kSmemBytes = 1024 + size_t(kStages) * kStageBytes + 2 * 8 * kStages;
+  static_assert(kHeads == 1 || kHeads == 2, "one or two heads per tile");
   static_assert(size_t(kBM) * kPartialStride * 4 <= size_t(kStages) * kStageBytes, "partials fit in the ring");
+  static_assert(kRowsPerWarp % kRowBatch == 0, "whole row batches");
 };
 
 namespace proj_detail {
@@ -59,26 +69,30 @@ __device__ __forceinline__ uint2 pack_bf16x4(const float (&v)[4]) {
 }  // namespace proj_detail
 
 // kClusterSplit: K is split over the CTAs of a cluster along z (cluster size = gridDim.z), reduced through DSMEM.
-template <bool kClusterSplit>
-__global__ void __launch_bounds__(ProjGemmTraits::kThreads, 1)
+template <int kHeads, bool kClusterSplit>
+__global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
     proj_gemm_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap w0_map,
                      const __grid_constant__ CUtensorMap w1_map, const __grid_constant__ CUtensorMap w2_map,
                      const ProjGemmParams p) {
-  using Tr = ProjGemmTraits;
+  using Tr = ProjGemmTraits<kHeads>;
   using namespace proj_detail;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t base = (device::smem_addr(smem_raw) + 1023u) & ~1023u;  // swizzle atoms need 1024-byte alignment
   const uint32_t bar = base + Tr::kStages * Tr::kStageBytes;
   const auto stage_a = [&](int s) { return base + s * Tr::kStageBytes; };
-  const auto stage_b = [&](int s) { return base + s * Tr::kStageBytes + Tr::kTileBytes; };
+  const auto stage_b = [&](int s) { return base + s * Tr::kStageBytes + Tr::kTileBytesA; };
   const auto full = [&](int s) { return bar + 8u * s; };                   // TMA landed
   const auto empty = [&](int s) { return bar + 8u * (Tr::kStages + s); };  // consumed
 
+  // Selects, not p.x[seg]: a dynamic index into the parameter block would copy it to local memory.
   const int tile = blockIdx.x;
   const int seg = tile < p.seg_end[0] ? 0 : (tile < p.seg_end[1] ? 1 : 2);
-  const int head = tile - (seg == 0 ? 0 : (seg == 1 ? p.seg_end[0] : p.seg_end[1]));
+  const int head0 = Tr::kHeads * (tile - (seg == 0 ? 0 : (seg == 1 ? p.seg_end[0] : p.seg_end[1])));
+  const int seg_heads = seg == 0 ? p.seg_heads[0] : (seg == 1 ? p.seg_heads[1] : p.seg_heads[2]);
   const int m0 = blockIdx.y * Tr::kBM;
-  const int kb0 = blockIdx.z * p.k_blocks;
+  // This CTA's K-blocks: an even share of the total (any split, not only divisors).
+  const int kb0 = static_cast<int>(int64_t(p.k_blocks) * blockIdx.z / gridDim.z);
+  const int kb1 = static_cast<int>(int64_t(p.k_blocks) * (blockIdx.z + 1) / gridDim.z);
   const int lane = threadIdx.x % 32;
   const int warp_id = threadIdx.x / 32;
 
@@ -97,13 +111,13 @@ __global__ void __launch_bounds__(ProjGemmTraits::kThreads, 1)
       const CUtensorMap* w_map = seg == 0 ? &w0_map : (seg == 1 ? &w1_map : &w2_map);
       device::tma_prefetch_descriptor(&a_map);
       device::tma_prefetch_descriptor(w_map);
-      for (int i = 0; i < p.k_blocks; ++i) {
+      for (int i = 0; i < kb1 - kb0; ++i) {
         const int s = i % Tr::kStages, round = i / Tr::kStages;
         const int col = (kb0 + i) * Tr::kBK;
         if (round > 0) device::mbar_wait(empty(s), (round - 1) & 1);
         device::mbar_arrive_expect_tx(full(s), Tr::kStageBytes);
         device::tma_load_2d(stage_a(s), &a_map, full(s), col, m0);
-        device::tma_load_2d(stage_b(s), w_map, full(s), col, head * Tr::kBN);
+        device::tma_load_2d(stage_b(s), w_map, full(s), col, head0 * Tr::kHeadDim);  // both heads' rows: one box
       }
     }
     if constexpr (kClusterSplit) {
@@ -116,59 +130,71 @@ __global__ void __launch_bounds__(ProjGemmTraits::kThreads, 1)
   // ---------------- consumers ----------------
   const int wg = warp_id / 4;
   const int warp = warp_id % 4;
-  // Epilogue rows: the tile's rows are dealt to the cluster's CTAs round-robin (any split, not only powers of
-  // two), then to this CTA's consumer warps; row i of this warp is row_of(i) of the tile, if below kBM.
-  const int split = kClusterSplit ? static_cast<int>(gridDim.z) : 1;
-  const int rank = kClusterSplit ? static_cast<int>(device::cluster_ctarank()) : 0;
-  const auto row_of = [&](int i) { return rank + split * (warp_id + Tr::kConsumerWarps * i); };
-  // Selects, not p.x[seg]: a dynamic index into the parameter block would copy it to local memory.
-  const __nv_bfloat16* norm_w = seg == 0 ? p.norm_weight[0] : (seg == 1 ? p.norm_weight[1] : p.norm_weight[2]);
-  // The RoPE tables of this warp's epilogue rows, loaded now so that their latency hides under the mainloop
-  // (loaded inside the epilogue they made it a chain of dependent global loads).
-  uint2 cos_raw[Tr::kRowsPerWarp], sin_raw[Tr::kRowsPerWarp];
+  float acc[Tr::kHeads][16][4];
 #pragma unroll
-  for (int i = 0; i < Tr::kRowsPerWarp; ++i) {
-    const int row = m0 + row_of(i);
-    cos_raw[i] = sin_raw[i] = make_uint2(0u, 0u);
-    if (norm_w != nullptr && row_of(i) < Tr::kBM && row < p.m) {
-      cos_raw[i] = *reinterpret_cast<const uint2*>(p.cos + int64_t(row) * Tr::kBN + 4 * lane);
-      sin_raw[i] = *reinterpret_cast<const uint2*>(p.sin + int64_t(row) * Tr::kBN + 4 * lane);
-    }
+  for (int h = 0; h < Tr::kHeads; ++h) {
+#pragma unroll
+    for (int j = 0; j < 16; ++j) acc[h][j][0] = acc[h][j][1] = acc[h][j][2] = acc[h][j][3] = 0.f;
   }
-  float acc[16][4];
-#pragma unroll
-  for (int j = 0; j < 16; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
-  for (int i = 0; i < p.k_blocks; ++i) {
+  for (int i = 0; i < kb1 - kb0; ++i) {
     const int s = i % Tr::kStages;
     device::mbar_wait(full(s), (i / Tr::kStages) & 1);
     device::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Tr::kBK / 16; ++kk) {
       // 16 bf16 = 32 bytes along the swizzled row; this warpgroup's 64 rows start 64 * 128 bytes in.
-      device::wgmma_m64n128k16_ss(acc, device::smem_desc_sw128(stage_a(s) + wg * 64 * 128 + kk * 32, 16, 1024),
-                                  device::smem_desc_sw128(stage_b(s) + kk * 32, 16, 1024), 1);
+      const uint64_t a_desc = device::smem_desc_sw128(stage_a(s) + wg * 64 * 128 + kk * 32, 16, 1024);
+#pragma unroll
+      for (int h = 0; h < Tr::kHeads; ++h) {
+        device::wgmma_m64n128k16_ss(acc[h], a_desc,
+                                    device::smem_desc_sw128(stage_b(s) + h * Tr::kHeadBytesB + kk * 32, 16, 1024), 1);
+      }
     }
     device::wgmma_commit();
     device::wgmma_wait<1>();
-    device::fence_accumulators(acc);
+#pragma unroll
+    for (int h = 0; h < Tr::kHeads; ++h) device::fence_accumulators(acc[h]);
     if (i > 0 && lane == 0) device::mbar_arrive(empty((i - 1) % Tr::kStages));
   }
   device::wgmma_wait<0>();
-  device::fence_accumulators(acc);
+#pragma unroll
+  for (int h = 0; h < Tr::kHeads; ++h) device::fence_accumulators(acc[h]);
 
   // Park the partial tile (row-major, padded rows) over the ring, which both consumer warpgroups are done with
-  // once they pass the named barrier. Thread holds rows g and g+8 of its warp's 16, columns 8j + 2t4 (+1).
+  // once they pass the named barrier. Thread holds rows g and g+8 of its warp's 16, columns 8j + 2t4 (+1) of
+  // each head.
   device::named_barrier_sync(1, 32 * Tr::kConsumerWarps);
   const uint32_t parked = base;
   const int g = lane >> 2, t4 = lane & 3;
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = wg * 64 + warp * 16 + g + 8 * h;
+  for (int h = 0; h < Tr::kHeads; ++h) {
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      device::st_shared_v2_f32(parked + (r * Tr::kPartialStride + 8 * j + 2 * t4) * 4, acc[j][2 * h],
-                               acc[j][2 * h + 1]);
+    for (int hr = 0; hr < 2; ++hr) {
+      const int r = wg * 64 + warp * 16 + g + 8 * hr;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        device::st_shared_v2_f32(parked + (r * Tr::kPartialStride + h * Tr::kHeadDim + 8 * j + 2 * t4) * 4,
+                                 acc[h][j][2 * hr], acc[h][j][2 * hr + 1]);
+      }
+    }
+  }
+
+  // Epilogue rows: the tile's rows are dealt to the cluster's CTAs round-robin (any split), then to this CTA's
+  // consumer warps; row i of this warp is row_of(i) of the tile, if below kBM.
+  const int split = kClusterSplit ? static_cast<int>(gridDim.z) : 1;
+  const int rank = kClusterSplit ? static_cast<int>(device::cluster_ctarank()) : 0;
+  const auto row_of = [&](int i) { return rank + split * (warp_id + Tr::kConsumerWarps * i); };
+  const __nv_bfloat16* norm_w = seg == 0 ? p.norm_weight[0] : (seg == 1 ? p.norm_weight[1] : p.norm_weight[2]);
+  // The RoPE tables of this warp's rows, requested before the barrier so that their latency overlaps it.
+  uint2 cos_raw[Tr::kRowsPerWarp], sin_raw[Tr::kRowsPerWarp];
+#pragma unroll
+  for (int i = 0; i < Tr::kRowsPerWarp; ++i) {
+    const int row = m0 + row_of(i);
+    cos_raw[i] = sin_raw[i] = make_uint2(0u, 0u);
+    if (norm_w != nullptr && row_of(i) < Tr::kBM && row < p.m) {
+      cos_raw[i] = *reinterpret_cast<const uint2*>(p.cos + int64_t(row) * Tr::kHeadDim + 4 * lane);
+      sin_raw[i] = *reinterpret_cast<const uint2*>(p.sin + int64_t(row) * Tr::kHeadDim + 4 * lane);
     }
   }
   if constexpr (kClusterSplit) {
@@ -177,63 +203,83 @@ __global__ void __launch_bounds__(ProjGemmTraits::kThreads, 1)
     device::named_barrier_sync(1, 32 * Tr::kConsumerWarps);
   }
 
-  __nv_bfloat16* out = (seg == 0 ? p.out[0] : (seg == 1 ? p.out[1] : p.out[2])) + head * Tr::kBN + 4 * lane;
+  __nv_bfloat16* out = (seg == 0 ? p.out[0] : (seg == 1 ? p.out[1] : p.out[2])) + head0 * Tr::kHeadDim + 4 * lane;
   float4 w4 = make_float4(0.f, 0.f, 0.f, 0.f);
   if (norm_w != nullptr) w4 = load_bf16x4(norm_w + 4 * lane);
   const float w[4] = {p.weight_offset + w4.x, p.weight_offset + w4.y, p.weight_offset + w4.z,
                       p.weight_offset + w4.w};
   // rotate_half: columns below 64 take -x[d + 64], columns above take x[d - 64].
   const float sign = lane < 16 ? -1.f : 1.f;
+  const int heads_here = min(Tr::kHeads, seg_heads - head0);
 
-  // Sum the partials of all of this warp's rows first: every row's loads are in flight together.
-  float4 sum[Tr::kRowsPerWarp];
 #pragma unroll
-  for (int i = 0; i < Tr::kRowsPerWarp; ++i) sum[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-  for (int q = 0; q < split; ++q) {
+  for (int i0 = 0; i0 < Tr::kRowsPerWarp; i0 += Tr::kRowBatch) {
+    if (row_of(i0) >= Tr::kBM) break;  // uniform per warp; rows grow with i
+    // Sum the batch's partials over the cluster: all of the batch's loads are in flight together.
+    float4 sum[Tr::kRowBatch][Tr::kHeads];
 #pragma unroll
-    for (int i = 0; i < Tr::kRowsPerWarp; ++i) {
-      if (row_of(i) >= Tr::kBM) continue;
-      const uint32_t local = parked + (row_of(i) * Tr::kPartialStride + 4 * lane) * 4;
-      float4 x;
-      if constexpr (kClusterSplit) {
-        x = device::ld_cluster_f32x4(device::cluster_map(local, static_cast<uint32_t>(q)));
-      } else {
-        const uint4 raw = device::ld_shared_v4(local);
-        x = make_float4(__uint_as_float(raw.x), __uint_as_float(raw.y), __uint_as_float(raw.z), __uint_as_float(raw.w));
-      }
-      sum[i].x += x.x;
-      sum[i].y += x.y;
-      sum[i].z += x.z;
-      sum[i].w += x.w;
+    for (int b = 0; b < Tr::kRowBatch; ++b) {
+#pragma unroll
+      for (int h = 0; h < Tr::kHeads; ++h) sum[b][h] = make_float4(0.f, 0.f, 0.f, 0.f);
     }
-  }
+    for (int q = 0; q < split; ++q) {
+#pragma unroll
+      for (int b = 0; b < Tr::kRowBatch; ++b) {
+        if (row_of(i0 + b) >= Tr::kBM) continue;
+#pragma unroll
+        for (int h = 0; h < Tr::kHeads; ++h) {
+          const uint32_t local = parked + (row_of(i0 + b) * Tr::kPartialStride + h * Tr::kHeadDim + 4 * lane) * 4;
+          float4 x;
+          if constexpr (kClusterSplit) {
+            x = device::ld_cluster_f32x4(device::cluster_map(local, static_cast<uint32_t>(q)));
+          } else {
+            const uint4 raw = device::ld_shared_v4(local);
+            x = make_float4(__uint_as_float(raw.x), __uint_as_float(raw.y), __uint_as_float(raw.z),
+                            __uint_as_float(raw.w));
+          }
+          sum[b][h].x += x.x;
+          sum[b][h].y += x.y;
+          sum[b][h].z += x.z;
+          sum[b][h].w += x.w;
+        }
+      }
+    }
 
 #pragma unroll
-  for (int i = 0; i < Tr::kRowsPerWarp; ++i) {
-    if (row_of(i) >= Tr::kBM) continue;  // uniform per warp: the shuffles below stay full-warp
-    const int row = m0 + row_of(i);
-    // The projection's own bf16 output, as the unfused layer would store it.
-    float x[4] = {round_bf16(sum[i].x), round_bf16(sum[i].y), round_bf16(sum[i].z), round_bf16(sum[i].w)};
-    if (norm_w != nullptr) {  // uniform per CTA
-      float ss = x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + x[3] * x[3];
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
-      const float inv_rms = rsqrtf(ss * (1.f / Tr::kBN) + p.eps);
-      float y[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) y[e] = round_bf16(x[e] * inv_rms * w[e]);
+    for (int b = 0; b < Tr::kRowBatch; ++b) {
+      const int i = i0 + b;
+      if (row_of(i) >= Tr::kBM) continue;  // uniform per warp: the shuffles below stay full-warp
+      const int row = m0 + row_of(i);
       const float2 c01 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&cos_raw[i].x));
       const float2 c23 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&cos_raw[i].y));
       const float2 s01 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&sin_raw[i].x));
       const float2 s23 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&sin_raw[i].y));
       const float cs[4] = {c01.x, c01.y, c23.x, c23.y}, sn[4] = {s01.x, s01.y, s23.x, s23.y};
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float partner = __shfl_xor_sync(0xffffffffu, y[e], 16);
-        x[e] = round_bf16(y[e] * cs[e]) + round_bf16(sign * partner * sn[e]);
+      for (int h = 0; h < Tr::kHeads; ++h) {
+        if (h >= heads_here) break;  // uniform per CTA
+        // The projection's own bf16 output, as the unfused layer would store it.
+        float x[4] = {round_bf16(sum[b][h].x), round_bf16(sum[b][h].y), round_bf16(sum[b][h].z),
+                      round_bf16(sum[b][h].w)};
+        if (norm_w != nullptr) {  // uniform per CTA
+          float ss = x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + x[3] * x[3];
+#pragma unroll
+          for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+          const float inv_rms = rsqrtf(ss * (1.f / Tr::kHeadDim) + p.eps);
+          float y[4];
+#pragma unroll
+          for (int e = 0; e < 4; ++e) y[e] = round_bf16(x[e] * inv_rms * w[e]);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float partner = __shfl_xor_sync(0xffffffffu, y[e], 16);
+            x[e] = round_bf16(y[e] * cs[e]) + round_bf16(sign * partner * sn[e]);
+          }
+        }
+        if (row < p.m) {
+          *reinterpret_cast<uint2*>(out + int64_t(row) * p.out_row_stride + h * Tr::kHeadDim) = pack_bf16x4(x);
+        }
       }
     }
-    if (row < p.m) *reinterpret_cast<uint2*>(out + int64_t(row) * p.out_row_stride) = pack_bf16x4(x);
   }
   if constexpr (kClusterSplit) device::cluster_sync();  // keep this CTA's partials alive for the others' reads
 }
