@@ -21,7 +21,6 @@ against the eager re-statement (047) or a float64 evaluation (054).
 """
 import argparse
 import json
-import math
 import pathlib
 import statistics
 import sys
@@ -33,23 +32,14 @@ import torch.nn.functional as F
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-from torch_reference import BF16, audio_qkv, causal_mask, gemma3_layer, rotate_half  # noqa: E402
+from torch_reference import (BF16, audio_inputs, audio_qkv, gemma3_inputs, gemma3_layer, judge,  # noqa: E402
+                             rotate_half)
 
 sys.path.insert(0, str(ROOT / "bench"))
 from render import peers_of, write_suite  # noqa: E402
 
 def log(msg):
     print(msg, flush=True)
-
-
-def judge(out, ref, atol, rtol, required=0.99):
-    out, ref = out.double(), ref.double()
-    finite = torch.isfinite(out)
-    ok = (out - ref).abs() <= atol + rtol * ref.abs()
-    matched = (ok & finite).double().mean().item()
-    passed = bool(finite.all()) and bool((out != 0).any()) and matched >= required
-    err = (out - ref).abs()
-    return {"pass": passed, "matched_ratio": matched, "max_abs_err": err[torch.isfinite(err)].max().item()}
 
 
 class Timer:
@@ -86,21 +76,6 @@ def capture(fn, args):
 
 
 # ---- 047 -------------------------------------------------------------------------------------------------------
-def gemma3_inputs(cfg, b, s, gen):
-    h, d, hq, hkv = cfg["hidden"], cfg["head_dim"], cfg["num_q_heads"], cfg["num_kv_heads"]
-
-    def randn(*shape, scale=1.0):
-        return (torch.randn(*shape, generator=gen, device="cuda") * scale).to(BF16)
-
-    t1 = torch.randn(b, s, d, generator=gen, device="cuda").clamp(-math.pi, math.pi)
-    t2 = torch.randn(b, s, d, generator=gen, device="cuda").clamp(-math.pi, math.pi)
-    return dict(x=randn(b, s, h), cos=torch.cos(t1).to(BF16), sin=torch.sin(t2).to(BF16),
-                mask=causal_mask(b, s, "cuda"), wq=randn(hq * d, h, scale=h ** -0.5),
-                wk=randn(hkv * d, h, scale=h ** -0.5), wv=randn(hkv * d, h, scale=h ** -0.5),
-                wo=randn(h, hq * d, scale=(hq * d) ** -0.5), qn=torch.ones(d, dtype=BF16, device="cuda"),
-                kn=torch.ones(d, dtype=BF16, device="cuda"))
-
-
 def make_norm_rope(cfg):
     eps, offset = cfg["eps"], cfg["norm_weight_offset"]
 
@@ -170,15 +145,6 @@ def set_tf32(enabled):
         matmul.fp32_precision = "tf32" if enabled else "ieee"
     else:
         matmul.allow_tf32 = enabled
-
-
-def audio_inputs(cfg, b, s, gen):
-    h, n = cfg["hidden"], cfg["num_heads"] * cfg["head_dim"]
-    return dict(x=torch.randn(b, s, h, generator=gen, device="cuda"),
-                wq=torch.randn(n, h, generator=gen, device="cuda") * h ** -0.5,
-                wk=torch.randn(n, h, generator=gen, device="cuda") * h ** -0.5,
-                wv=torch.randn(n, h, generator=gen, device="cuda") * h ** -0.5,
-                qn=torch.ones(cfg["head_dim"], device="cuda"), kn=torch.ones(cfg["head_dim"], device="cuda"))
 
 
 def run_audio(t, cfg):

@@ -10,6 +10,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+# pytest for the Python package's tests, for the python3 on PATH (a pyenv or venv interpreter may not see the
+# Debian package).
+if ! python3 -c "import pytest" > /dev/null 2>&1; then
+  python3 -m pip install --quiet pytest 2> /dev/null || {
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+    $SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends python3-pytest
+  }
+fi
 command -v nvcc > /dev/null || [ -x /usr/local/cuda/bin/nvcc ] || {
   echo "install-deps: the CUDA toolkit (nvcc, 13.0 or newer) is required and was not found" >&2; exit 1; }
 echo "install-deps: ok"

@@ -1,6 +1,9 @@
 """The two operators re-stated in PyTorch from SPEC.md's description, as a bf16 (or fp32) torch program computes
-them: each line rounds where a torch tensor of that dtype rounds. Used by scripts/make_fixtures.py and by
-bench/peers.py (as the "PyTorch eager" peer and as the judge of the other peers)."""
+them: each line rounds where a torch tensor of that dtype rounds. Used by scripts/make_fixtures.py, by
+bench/peers.py (as the "PyTorch eager" peer and as the judge of the other peers) and by the Python tests
+(tests/python), together with SPEC.md's input recipe and judging rule below."""
+import math
+
 import torch
 
 BF16 = torch.bfloat16
@@ -70,3 +73,42 @@ def audio_qkv(x, wq, wk, wv, qn, kn, eps, heads, head_dim):
         return t / torch.sqrt(t.pow(2).mean(dim=-1, keepdim=True) + eps) * w
 
     return norm(proj(wq), qn), norm(proj(wk), kn), proj(wv)
+
+
+# ---- SPEC.md's inputs and judging rule -------------------------------------------------------------------------
+def gemma3_inputs(cfg, b, s, gen):
+    """One set of 047 inputs by SPEC.md's recipe (on the generator's CUDA device)."""
+    h, d, hq, hkv = cfg["hidden"], cfg["head_dim"], cfg["num_q_heads"], cfg["num_kv_heads"]
+
+    def randn(*shape, scale=1.0):
+        return (torch.randn(*shape, generator=gen, device="cuda") * scale).to(BF16)
+
+    t1 = torch.randn(b, s, d, generator=gen, device="cuda").clamp(-math.pi, math.pi)
+    t2 = torch.randn(b, s, d, generator=gen, device="cuda").clamp(-math.pi, math.pi)
+    return dict(x=randn(b, s, h), cos=torch.cos(t1).to(BF16), sin=torch.sin(t2).to(BF16),
+                mask=causal_mask(b, s, "cuda"), wq=randn(hq * d, h, scale=h ** -0.5),
+                wk=randn(hkv * d, h, scale=h ** -0.5), wv=randn(hkv * d, h, scale=h ** -0.5),
+                wo=randn(h, hq * d, scale=(hq * d) ** -0.5), qn=torch.ones(d, dtype=BF16, device="cuda"),
+                kn=torch.ones(d, dtype=BF16, device="cuda"))
+
+
+def audio_inputs(cfg, b, s, gen):
+    """One set of 054 inputs by SPEC.md's recipe."""
+    h, n = cfg["hidden"], cfg["num_heads"] * cfg["head_dim"]
+    return dict(x=torch.randn(b, s, h, generator=gen, device="cuda"),
+                wq=torch.randn(n, h, generator=gen, device="cuda") * h ** -0.5,
+                wk=torch.randn(n, h, generator=gen, device="cuda") * h ** -0.5,
+                wv=torch.randn(n, h, generator=gen, device="cuda") * h ** -0.5,
+                qn=torch.ones(cfg["head_dim"], device="cuda"), kn=torch.ones(cfg["head_dim"], device="cuda"))
+
+
+def judge(out, ref, atol, rtol, required=0.99):
+    """The official rule: |out - ref| <= atol + rtol |ref| on at least `required` of the elements, no NaN/Inf,
+    not all zeros."""
+    out, ref = out.double(), ref.double()
+    finite = torch.isfinite(out)
+    ok = (out - ref).abs() <= atol + rtol * ref.abs()
+    matched = (ok & finite).double().mean().item()
+    passed = bool(finite.all()) and bool((out != 0).any()) and matched >= required
+    err = (out - ref).abs()
+    return {"pass": passed, "matched_ratio": matched, "max_abs_err": err[torch.isfinite(err)].max().item()}

@@ -1,0 +1,87 @@
+"""Hugging Face drop-in: run `transformers`' Gemma3 text models with the gemma-kernels attention layer.
+
+    from gemma_kernels.hf import use_gemma_kernels
+    model = Gemma3ForCausalLM.from_pretrained(..., torch_dtype=torch.bfloat16).cuda()
+    use_gemma_kernels(model)          # every Gemma3Attention now calls torch.ops.gemma_kernels.gemma3_attention
+
+Each attention module keeps its parameters (state dicts, devices and dtypes are untouched); only its forward
+changes. The fused layer covers full-sequence forward passes without a KV cache (scoring, prefill-only use):
+a call that the operator cannot take - a KV cache to update, biases, head_dim other than 128, fp32 weights,
+a sliding window with no mask tensor to express it - runs the module's original forward instead.
+`attn_logit_softcapping` from the config is applied (HF's own Gemma3 attention does not apply it).
+"""
+
+from __future__ import annotations
+
+import types
+
+import torch
+
+from .ops import gemma3_attention
+
+_LOWEST_BF16 = torch.finfo(torch.bfloat16).min
+
+
+def _additive_mask(mask: torch.Tensor, batch: int, seq_len: int) -> torch.Tensor:
+    """HF's mask (bool: True = attend, or additive float; batch 1 when shared) as the operator's additive bf16
+    [B, 1, S, S]."""
+    mask = mask[:, :, :seq_len, :seq_len]
+    if mask.dtype == torch.bool:
+        zero = torch.zeros((), dtype=torch.bfloat16, device=mask.device)
+        mask = torch.where(mask, zero, torch.full((), _LOWEST_BF16, dtype=torch.bfloat16, device=mask.device))
+    else:
+        mask = mask.to(torch.bfloat16)
+    return mask.expand(batch, 1, seq_len, seq_len).contiguous()
+
+
+def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask=None, past_key_values=None,
+                   cache_position=None, **kwargs):
+    seq_len = hidden_states.shape[1]
+    window = getattr(self, "sliding_window", None)
+    takes_it = (
+        past_key_values is None
+        and position_embeddings is not None
+        and hidden_states.dtype == torch.bfloat16
+        and self.head_dim == 128
+        and all(getattr(m, "bias", None) is None for m in (self.q_proj, self.k_proj, self.v_proj, self.o_proj))
+        and not (attention_mask is None and window is not None and seq_len > window)
+        and not self.training
+    )
+    if not takes_it:
+        return self._gk_original_forward(hidden_states, position_embeddings, attention_mask, past_key_values,
+                                         cache_position, **kwargs)
+    # HF computes one rotary table for the batch ([1, S, D] when every row has the same positions).
+    shape = (hidden_states.shape[0], seq_len, self.head_dim)
+    cos, sin = (t.expand(shape).contiguous() for t in position_embeddings)
+    mask = _additive_mask(attention_mask, shape[0], seq_len) if attention_mask is not None else None
+    softcap = self.attn_logit_softcapping or 0.0
+    out = gemma3_attention(
+        hidden_states.contiguous(), cos, sin, mask, self.q_proj.weight, self.k_proj.weight,
+        self.v_proj.weight, self.o_proj.weight, self.q_norm.weight, self.k_norm.weight, softcap=float(softcap),
+        rms_norm_eps=float(self.q_norm.eps), is_causal=bool(getattr(self, "is_causal", True)),
+        norm_weight_offset=1.0, query_scale=float(self.scaling))
+    return out, None
+
+
+def use_gemma_kernels(model: torch.nn.Module) -> int:
+    """Switches every Gemma3Attention in `model` to the fused layer; returns how many modules it switched."""
+    from transformers.models.gemma3.modeling_gemma3 import Gemma3Attention
+
+    n = 0
+    for module in model.modules():
+        if isinstance(module, Gemma3Attention) and not hasattr(module, "_gk_original_forward"):
+            module._gk_original_forward = module.forward
+            module.forward = types.MethodType(_fused_forward, module)
+            n += 1
+    return n
+
+
+def restore(model: torch.nn.Module) -> int:
+    """Undoes use_gemma_kernels; returns how many modules it restored."""
+    n = 0
+    for module in model.modules():
+        if hasattr(module, "_gk_original_forward"):
+            module.forward = module._gk_original_forward
+            del module._gk_original_forward
+            n += 1
+    return n

@@ -1,0 +1,239 @@
+"""The two operators as PyTorch custom ops (torch.library), launched through libgk's C ABI.
+
+Each operator comes in a functional form that returns new tensors and an out= (destination-passing) form that
+writes into given ones. Calls run on the current CUDA stream of the inputs' device, validate shapes and dtypes
+in the library (errors carry its message: ValueError for a broken contract, NotImplementedError for what this
+build does not support), and never synchronize the host. The scratch space a call needs comes from PyTorch's
+caching allocator (graph-capture safe), or from a `workspace` tensor the caller passes to the out= forms.
+"""
+
+import ctypes
+from typing import Optional, Tuple
+
+import torch
+
+from . import _lib
+
+_DTYPES = {torch.bfloat16: _lib.DTYPE_BF16, torch.float16: _lib.DTYPE_F16, torch.float32: _lib.DTYPE_F32}
+_MASK_MODES = {"causal": _lib.MASK_CAUSAL, "additive": _lib.MASK_ADDITIVE, "none": _lib.MASK_NONE}
+_PRECISIONS = {"tf32": _lib.PRECISION_TF32, "exact": _lib.PRECISION_EXACT}
+
+
+def _desc(t: Optional[torch.Tensor]) -> _lib.Tensor:
+    if t is None:
+        return _lib.Tensor()  # null data: the library reports it if the operator needs the tensor
+    return _lib.make_tensor(t.data_ptr(), _DTYPES.get(t.dtype, _lib.DTYPE_INVALID), t.shape, t.stride())
+
+
+def _device_of(op: str, tensors) -> torch.device:
+    devices = {t.device for t in tensors if t is not None}
+    if len(devices) != 1 or next(iter(devices)).type != "cuda":
+        raise ValueError(f"gemma_kernels.{op}: every tensor must be on the same CUDA device (got {sorted(map(str, devices))})")
+    return next(iter(devices))
+
+
+def _workspace(bytes_needed: int, device: torch.device, given: Optional[torch.Tensor], op: str):
+    """(pointer, bytes, keep-alive) of the call's scratch space."""
+    if given is not None:
+        if given.device != device or not given.is_contiguous():
+            raise ValueError(f"gemma_kernels.{op}: workspace must be a contiguous tensor on {device}")
+        return given.data_ptr(), given.numel() * given.element_size(), given
+    if bytes_needed == 0:
+        return 0, 0, None
+    # From the caching allocator, on the current stream: the block goes back to that stream's pool when `buf`
+    # dies, and later work on the stream is ordered after this call's kernels (the library joins its side stream
+    # back into the caller's stream before it returns).
+    buf = torch.empty(bytes_needed, dtype=torch.uint8, device=device)
+    return buf.data_ptr(), bytes_needed, buf
+
+
+def _run(lib_prefix: str, op: str, device: torch.device, cfg, tens, workspace: Optional[torch.Tensor]) -> None:
+    lib = _lib.library()
+    _lib.check(getattr(lib, lib_prefix + "_check")(ctypes.byref(cfg), ctypes.byref(tens)))
+    size = ctypes.c_size_t()
+    _lib.check(getattr(lib, lib_prefix + "_workspace_size")(ctypes.byref(cfg), ctypes.byref(size)))
+    with torch.cuda.device(device):
+        ws = _workspace(size.value, device, workspace, op)
+        stream = torch.cuda.current_stream(device).cuda_stream
+        status = getattr(lib, lib_prefix + "_forward")(
+            _lib.handle(device.index), ctypes.byref(cfg), ctypes.byref(tens), ws[0] or None, ws[1], stream or None
+        )
+    _lib.check(status)
+
+
+# ---- Gemma3 attention layer ------------------------------------------------------------------------------------
+
+
+def _gemma3_config(hidden_states, q_proj_weight, k_proj_weight, q_norm_weight, attention_mask, is_causal, softcap,
+                   rms_norm_eps, norm_weight_offset, query_scale) -> _lib.Gemma3Config:
+    if hidden_states.dim() != 3 or q_norm_weight.dim() != 1:
+        raise ValueError(
+            "gemma_kernels.gemma3_attention: hidden_states must be [B, S, hidden] and q_norm_weight [head_dim] "
+            f"(got {list(hidden_states.shape)} and {list(q_norm_weight.shape)})"
+        )
+    cfg = _lib.Gemma3Config()
+    cfg.batch, cfg.seq_len, cfg.hidden = hidden_states.shape
+    cfg.head_dim = q_norm_weight.shape[0]
+    cfg.num_q_heads = q_proj_weight.shape[0] // max(cfg.head_dim, 1)
+    cfg.num_kv_heads = k_proj_weight.shape[0] // max(cfg.head_dim, 1)
+    cfg.softcap = softcap
+    cfg.rms_norm_eps = rms_norm_eps
+    cfg.norm_weight_offset = norm_weight_offset
+    cfg.query_scale = query_scale
+    cfg.mask_mode = _lib.MASK_ADDITIVE if attention_mask is not None else (_lib.MASK_CAUSAL if is_causal else _lib.MASK_NONE)
+    return cfg
+
+
+@torch.library.custom_op("gemma_kernels::gemma3_attention_out", mutates_args=("out",))
+def gemma3_attention_out(
+    hidden_states: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    attention_mask: Optional[torch.Tensor],
+    q_proj_weight: torch.Tensor,
+    k_proj_weight: torch.Tensor,
+    v_proj_weight: torch.Tensor,
+    o_proj_weight: torch.Tensor,
+    q_norm_weight: torch.Tensor,
+    k_norm_weight: torch.Tensor,
+    out: torch.Tensor,
+    softcap: float = 0.0,
+    rms_norm_eps: float = 1e-6,
+    is_causal: bool = True,
+    norm_weight_offset: float = 1.0,
+    query_scale: float = 0.0,
+    workspace: Optional[torch.Tensor] = None,
+) -> None:
+    """Gemma3 attention layer into `out` [B, S, hidden] (bf16). A given `attention_mask` [B, 1, S, S] is added to
+    the capped scores as is; without one, `is_causal` picks causal or bidirectional attention. softcap 0 turns
+    the softcap off; query_scale 0 means head_dim^-0.5."""
+    tensors = (hidden_states, cos, sin, attention_mask, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight,
+               q_norm_weight, k_norm_weight, out)
+    device = _device_of("gemma3_attention", tensors)
+    cfg = _gemma3_config(hidden_states, q_proj_weight, k_proj_weight, q_norm_weight, attention_mask, is_causal,
+                         softcap, rms_norm_eps, norm_weight_offset, query_scale)
+    tens = _lib.Gemma3Tensors(*[_desc(t) for t in tensors])
+    _run("gk_gemma3_attention", "gemma3_attention", device, cfg, tens, workspace)
+
+
+@gemma3_attention_out.register_fake
+def _(hidden_states, cos, sin, attention_mask, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight,
+      q_norm_weight, k_norm_weight, out, softcap=0.0, rms_norm_eps=1e-6, is_causal=True, norm_weight_offset=1.0,
+      query_scale=0.0, workspace=None):
+    return None
+
+
+@torch.library.custom_op("gemma_kernels::gemma3_attention", mutates_args=())
+def gemma3_attention(
+    hidden_states: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    attention_mask: Optional[torch.Tensor],
+    q_proj_weight: torch.Tensor,
+    k_proj_weight: torch.Tensor,
+    v_proj_weight: torch.Tensor,
+    o_proj_weight: torch.Tensor,
+    q_norm_weight: torch.Tensor,
+    k_norm_weight: torch.Tensor,
+    softcap: float = 0.0,
+    rms_norm_eps: float = 1e-6,
+    is_causal: bool = True,
+    norm_weight_offset: float = 1.0,
+    query_scale: float = 0.0,
+) -> torch.Tensor:
+    """Functional form of gemma3_attention_out: returns a new [B, S, hidden] bf16 tensor."""
+    out = torch.empty(hidden_states.shape[:-1] + (o_proj_weight.shape[0],), dtype=hidden_states.dtype,
+                      device=hidden_states.device)
+    gemma3_attention_out(hidden_states, cos, sin, attention_mask, q_proj_weight, k_proj_weight, v_proj_weight,
+                         o_proj_weight, q_norm_weight, k_norm_weight, out, softcap, rms_norm_eps, is_causal,
+                         norm_weight_offset, query_scale)
+    return out
+
+
+@gemma3_attention.register_fake
+def _(hidden_states, cos, sin, attention_mask, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight,
+      q_norm_weight, k_norm_weight, softcap=0.0, rms_norm_eps=1e-6, is_causal=True, norm_weight_offset=1.0,
+      query_scale=0.0):
+    return hidden_states.new_empty(hidden_states.shape[:-1] + (o_proj_weight.shape[0],))
+
+
+# ---- Gemma3n audio QKV projection ------------------------------------------------------------------------------
+
+
+def _audio_config(hidden_states, q_proj_weight, q_norm_weight, eps, precision) -> _lib.AudioConfig:
+    if hidden_states.dim() != 3 or q_norm_weight.dim() != 1:
+        raise ValueError(
+            "gemma_kernels.audio_qkv: hidden_states must be [B, S, hidden] and q_norm_weight [head_dim] "
+            f"(got {list(hidden_states.shape)} and {list(q_norm_weight.shape)})"
+        )
+    if precision not in _PRECISIONS:
+        raise ValueError(f"gemma_kernels.audio_qkv: precision must be 'tf32' or 'exact' (got {precision!r})")
+    cfg = _lib.AudioConfig()
+    cfg.batch, cfg.seq_len, cfg.hidden = hidden_states.shape
+    cfg.head_dim = q_norm_weight.shape[0]
+    cfg.num_heads = q_proj_weight.shape[0] // max(cfg.head_dim, 1)
+    cfg.eps = eps
+    cfg.precision = _PRECISIONS[precision]
+    return cfg
+
+
+@torch.library.custom_op("gemma_kernels::audio_qkv_out", mutates_args=("query_states", "key_states", "value_states"))
+def audio_qkv_out(
+    hidden_states: torch.Tensor,
+    q_proj_weight: torch.Tensor,
+    k_proj_weight: torch.Tensor,
+    v_proj_weight: torch.Tensor,
+    q_norm_weight: torch.Tensor,
+    k_norm_weight: torch.Tensor,
+    query_states: torch.Tensor,
+    key_states: torch.Tensor,
+    value_states: torch.Tensor,
+    eps: float = 1e-6,
+    precision: str = "tf32",
+    workspace: Optional[torch.Tensor] = None,
+) -> None:
+    """Gemma3n audio QKV projection into query/key/value_states [B, S, H, D] (fp32); q and k per-head
+    RMS-normalized (x / rms * w). precision 'tf32' (tensor cores, round-to-nearest inputs) or 'exact'."""
+    tensors = (hidden_states, q_proj_weight, k_proj_weight, v_proj_weight, q_norm_weight, k_norm_weight,
+               query_states, key_states, value_states)
+    device = _device_of("audio_qkv", tensors)
+    cfg = _audio_config(hidden_states, q_proj_weight, q_norm_weight, eps, precision)
+    tens = _lib.AudioTensors(*[_desc(t) for t in tensors])
+    _run("gk_audio_qkv", "audio_qkv", device, cfg, tens, workspace)
+
+
+@audio_qkv_out.register_fake
+def _(hidden_states, q_proj_weight, k_proj_weight, v_proj_weight, q_norm_weight, k_norm_weight, query_states,
+      key_states, value_states, eps=1e-6, precision="tf32", workspace=None):
+    return None
+
+
+@torch.library.custom_op("gemma_kernels::audio_qkv", mutates_args=())
+def audio_qkv(
+    hidden_states: torch.Tensor,
+    q_proj_weight: torch.Tensor,
+    k_proj_weight: torch.Tensor,
+    v_proj_weight: torch.Tensor,
+    q_norm_weight: torch.Tensor,
+    k_norm_weight: torch.Tensor,
+    eps: float = 1e-6,
+    precision: str = "tf32",
+) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Functional form of audio_qkv_out: returns (query_states, key_states, value_states)."""
+    outs = [hidden_states.new_empty(_audio_out_shape(hidden_states, w, q_norm_weight))
+            for w in (q_proj_weight, k_proj_weight, v_proj_weight)]
+    audio_qkv_out(hidden_states, q_proj_weight, k_proj_weight, v_proj_weight, q_norm_weight, k_norm_weight, *outs,
+                  eps, precision)
+    return tuple(outs)
+
+
+def _audio_out_shape(hidden_states, weight, q_norm_weight):
+    d = q_norm_weight.shape[0]
+    return hidden_states.shape[:-1] + (weight.shape[0] // d, d)
+
+
+@audio_qkv.register_fake
+def _(hidden_states, q_proj_weight, k_proj_weight, v_proj_weight, q_norm_weight, k_norm_weight, eps=1e-6,
+      precision="tf32"):
+    return tuple(hidden_states.new_empty(_audio_out_shape(hidden_states, w, q_norm_weight))
+                 for w in (q_proj_weight, k_proj_weight, v_proj_weight))
