@@ -137,7 +137,7 @@ def _candidates() -> list[Path]:
         paths.append(Path(env))
     paths.append(here / "lib" / "libgk.so.0")  # an installed package
     repo = here.parent.parent  # a source checkout: python/gemma_kernels -> repo root
-    paths += [repo / "build" / "lib" / "libgk.so.0"]
+    paths += [repo / "build" / "lib" / "libgk.so.0", repo / "build-python" / "lib" / "libgk.so.0"]  # README; pip
     return paths
 
 
@@ -228,7 +228,9 @@ _handles = _Handles()
 
 
 def handle(device_index: int) -> ctypes.c_void_p:
-    """This thread's libgk handle for a device (created on first use; the caller makes the device current)."""
+    """This thread's libgk handle for a device (created on first use; the caller makes the device current).
+    Handles live as long as the process (a handle is one thread's: gk.h); make the first call of a thread
+    outside CUDA-graph capture, as with any library that sets up state on first use."""
     h = _handles.by_device.get(device_index)
     if h is None:
         h = ctypes.c_void_p()

@@ -5,9 +5,11 @@
     use_gemma_kernels(model)          # every Gemma3Attention now calls torch.ops.gemma_kernels.gemma3_attention
 
 Each attention module keeps its parameters (state dicts, devices and dtypes are untouched); only its forward
-changes. The fused layer covers full-sequence forward passes without a KV cache (scoring, prefill-only use):
-a call that the operator cannot take - a KV cache to update, biases, head_dim other than 128, fp32 weights,
-a sliding window with no mask tensor to express it - runs the module's original forward instead.
+changes. The fused layer covers full-sequence forward passes without a KV cache (scoring, prefill-only use:
+call the model with use_cache=False, since recent transformers create a cache by default): a call that the
+operator cannot take - a KV cache to update, biases, head_dim other than 128, weights not in bf16, a mask that is
+not a 4-D tensor (flash/flex attention), a sliding window with no mask tensor to express it - runs the module's
+original forward instead. Each switched module counts its fused calls in `_gk_fused_calls`.
 `attn_logit_softcapping` from the config is applied (HF's own Gemma3 attention does not apply it).
 """
 
@@ -38,18 +40,23 @@ def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask
                    cache_position=None, **kwargs):
     seq_len = hidden_states.shape[1]
     window = getattr(self, "sliding_window", None)
+    weights = [m.weight for m in (self.q_proj, self.k_proj, self.v_proj, self.o_proj, self.q_norm, self.k_norm)]
     takes_it = (
         past_key_values is None
+        and kwargs.get("past_key_value") is None  # the name transformers < 4.56 used
         and position_embeddings is not None
         and hidden_states.dtype == torch.bfloat16
+        and all(w.dtype == torch.bfloat16 for w in weights)
         and self.head_dim == 128
         and all(getattr(m, "bias", None) is None for m in (self.q_proj, self.k_proj, self.v_proj, self.o_proj))
+        and (attention_mask is None or (isinstance(attention_mask, torch.Tensor) and attention_mask.dim() == 4))
         and not (attention_mask is None and window is not None and seq_len > window)
         and not self.training
     )
     if not takes_it:
-        return self._gk_original_forward(hidden_states, position_embeddings, attention_mask, past_key_values,
-                                         cache_position, **kwargs)
+        return self._gk_original_forward(hidden_states, position_embeddings=position_embeddings,
+                                         attention_mask=attention_mask, past_key_values=past_key_values,
+                                         cache_position=cache_position, **kwargs)
     # HF computes one rotary table for the batch ([1, S, D] when every row has the same positions).
     shape = (hidden_states.shape[0], seq_len, self.head_dim)
     cos, sin = (t.expand(shape).contiguous() for t in position_embeddings)
@@ -60,6 +67,7 @@ def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask
         self.v_proj.weight, self.o_proj.weight, self.q_norm.weight, self.k_norm.weight, softcap=float(softcap),
         rms_norm_eps=float(self.q_norm.eps), is_causal=bool(getattr(self, "is_causal", True)),
         norm_weight_offset=1.0, query_scale=float(self.scaling))
+    self._gk_fused_calls += 1
     return out, None
 
 
@@ -71,6 +79,7 @@ def use_gemma_kernels(model: torch.nn.Module) -> int:
     for module in model.modules():
         if isinstance(module, Gemma3Attention) and not hasattr(module, "_gk_original_forward"):
             module._gk_original_forward = module.forward
+            module._gk_fused_calls = 0  # how many calls took the fused layer (the rest fell back)
             module.forward = types.MethodType(_fused_forward, module)
             n += 1
     return n
@@ -82,6 +91,6 @@ def restore(model: torch.nn.Module) -> int:
     for module in model.modules():
         if hasattr(module, "_gk_original_forward"):
             module.forward = module._gk_original_forward
-            del module._gk_original_forward
+            del module._gk_original_forward, module._gk_fused_calls
             n += 1
     return n

@@ -84,7 +84,7 @@ def _gemma3_config(hidden_states, q_proj_weight, k_proj_weight, q_norm_weight, a
     return cfg
 
 
-@torch.library.custom_op("gemma_kernels::gemma3_attention_out", mutates_args=("out",))
+@torch.library.custom_op("gemma_kernels::gemma3_attention_out", mutates_args=("out", "workspace"))
 def gemma3_attention_out(
     hidden_states: torch.Tensor,
     cos: torch.Tensor,
@@ -177,7 +177,8 @@ def _audio_config(hidden_states, q_proj_weight, q_norm_weight, eps, precision) -
     return cfg
 
 
-@torch.library.custom_op("gemma_kernels::audio_qkv_out", mutates_args=("query_states", "key_states", "value_states"))
+@torch.library.custom_op("gemma_kernels::audio_qkv_out",
+                         mutates_args=("query_states", "key_states", "value_states", "workspace"))
 def audio_qkv_out(
     hidden_states: torch.Tensor,
     q_proj_weight: torch.Tensor,

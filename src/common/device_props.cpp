@@ -62,7 +62,12 @@ Status max_active_clusters(const char* op, const void* kernel, int threads, size
   cfg.attrs = attr;
   cfg.numAttrs = 1;
   int n = 0;
-  GK_RETURN_IF_ERROR(cuda_status(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg), op, "cudaOccupancyMaxActiveClusters"));
+  if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
+    // Unanswerable here (e.g. under MPS limits): report no cluster of this size as resident, so callers take a
+    // grid without clusters instead of failing the call. The error is not sticky; clear it.
+    cudaGetLastError();
+    n = 0;
+  }
   {
     std::lock_guard<std::mutex> lock(mu);
     cached[key] = n;

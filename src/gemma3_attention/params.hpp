@@ -26,9 +26,9 @@ struct NormRopeParams {
 };
 
 // The head-tiled projection GEMM (proj_gemm_sm90.cuh): out = A[M, K] * W^T for up to three weights ("segments",
-// e.g. Wq, Wk, Wv), each [heads * 128, K]; a CTA's output tile is two heads of one segment. Segments with a norm
-// weight get the per-head RMSNorm (offset + w) and RoPE before the store; the others are stored as computed
-// (rounded to bf16 once, after the fp32 accumulation over all of K).
+// e.g. Wq, Wk, Wv), each [heads * 128, K]; a CTA's output tile is one or two heads of one segment. Segments with
+// a norm weight get the per-head RMSNorm (offset + w) and RoPE before the store; the others are stored as
+// computed (rounded to bf16 once, after the fp32 accumulation over all of K).
 struct ProjGemmParams {
   static constexpr int kMaxSegments = 3;
   int m;         // rows of A and of every output

@@ -145,14 +145,18 @@ bool proj_gemm_supported(const ProjGemmOperands& o) {
   constexpr int kBM = ProjGemmTraits<1>::kBM, kBK = ProjGemmTraits<1>::kBK;
   if (o.segments < 1 || o.segments > ProjGemmParams::kMaxSegments) return false;
   if (o.m < 1 || o.m > kMaxRowTiles * kBM || o.k < 2 * kBK || o.k % kBK != 0 || o.k > INT32_MAX) return false;
-  if (!aligned16(o.a) || o.out_row_stride % 4 != 0 || o.out_row_stride > INT32_MAX) return false;
+  if (o.a == nullptr || !aligned16(o.a) || o.out_row_stride % 4 != 0 || o.out_row_stride > INT32_MAX) return false;
   bool normed = false;
   for (int s = 0; s < o.segments; ++s) {
-    if (o.heads[s] < 1 || !aligned16(o.w[s]) || reinterpret_cast<uintptr_t>(o.out[s]) % 8 != 0) return false;
+    if (o.heads[s] < 1 || o.w[s] == nullptr || o.out[s] == nullptr || !aligned16(o.w[s]) ||
+        reinterpret_cast<uintptr_t>(o.out[s]) % 8 != 0) {
+      return false;
+    }
     if (o.norm_weight[s] != nullptr && reinterpret_cast<uintptr_t>(o.norm_weight[s]) % 8 != 0) return false;
     normed = normed || o.norm_weight[s] != nullptr;
   }
-  if (normed && (reinterpret_cast<uintptr_t>(o.cos) % 8 != 0 || reinterpret_cast<uintptr_t>(o.sin) % 8 != 0)) {
+  if (normed && (o.cos == nullptr || o.sin == nullptr || reinterpret_cast<uintptr_t>(o.cos) % 8 != 0 ||
+                 reinterpret_cast<uintptr_t>(o.sin) % 8 != 0)) {
     return false;
   }
   return total_tiles(o, 1) <= 65535;  // grid.x

@@ -70,6 +70,7 @@ def test_logits_match_the_stock_model(softcap):
                 del layer.self_attn.forward  # back to the class's forward
         assert use_gemma_kernels(model) == 2
         ours = model(ids, use_cache=False).logits
+        assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [1, 1]  # no silent fallback
         assert restore(model) == 2
     stats = compare(ours, ref)
     print(f"HF Gemma3 logits, softcap {softcap}: {stats}")

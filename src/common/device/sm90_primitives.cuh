@@ -65,7 +65,9 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 
 // ---- thread-block clusters -------------------------------------------------------------------------------------
 // All threads of every CTA in the cluster; release/acquire order shared-memory writes before remote reads.
+// The .aligned forms need the whole warp converged: a producer warp arrives here after a loop run by one lane.
 __device__ __forceinline__ void cluster_sync() {
+  __syncwarp();
   asm volatile(
       "barrier.cluster.arrive.release.aligned;\n"
       "barrier.cluster.wait.acquire.aligned;\n" ::
