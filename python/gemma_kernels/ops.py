@@ -84,7 +84,9 @@ def _gemma3_config(hidden_states, q_proj_weight, k_proj_weight, q_norm_weight, a
     return cfg
 
 
-@torch.library.custom_op("gemma_kernels::gemma3_attention_out", mutates_args=("out", "workspace"))
+# `workspace` is scratch whose contents mean nothing before or after a call, so it is not declared mutated: an
+# optional mutated argument breaks torch's autograd-inplace handling whenever it is omitted (torch 2.11).
+@torch.library.custom_op("gemma_kernels::gemma3_attention_out", mutates_args=("out",))
 def gemma3_attention_out(
     hidden_states: torch.Tensor,
     cos: torch.Tensor,
@@ -177,8 +179,7 @@ def _audio_config(hidden_states, q_proj_weight, q_norm_weight, eps, precision) -
     return cfg
 
 
-@torch.library.custom_op("gemma_kernels::audio_qkv_out",
-                         mutates_args=("query_states", "key_states", "value_states", "workspace"))
+@torch.library.custom_op("gemma_kernels::audio_qkv_out", mutates_args=("query_states", "key_states", "value_states"))
 def audio_qkv_out(
     hidden_states: torch.Tensor,
     q_proj_weight: torch.Tensor,
