@@ -4,6 +4,7 @@
 
 #include "audio_qkv/kernels.hpp"
 #include "audio_qkv/qkv_gemm_sm90.cuh"
+#include "common/cluster_split.hpp"
 #include "common/cuda_check.hpp"
 #include "common/device_props.hpp"
 #include "common/env_choice.hpp"
@@ -22,32 +23,6 @@ bool supported(int64_t rows, int64_t hidden, int64_t heads) {
   using Tr = QkvGemmTraits;
   return rows <= kMaxRowTiles * Tr::kBM && hidden % Tr::kBK == 0 && hidden <= INT32_MAX &&
          3 * heads <= INT32_MAX;
-}
-
-Status set_smem_opt_in(const void* kernel) {
-  return detail::cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                  static_cast<int>(QkvGemmTraits::kSmemBytes)),
-                             kOp, "cudaFuncSetAttribute(qkv gemm)");
-}
-
-// Largest split in {4, 2} whose grid fits in one wave (SMs, and the clusters that can be resident at once: they
-// stay within a GPC) and leaves each CTA at least two K-blocks; 1 when the row tiles alone fill half the SMs.
-Status choose_split(int64_t tiles, int k_blocks, int sms, int* split) {
-  *split = 1;
-  if (2 * tiles > sms) return Status::Ok();
-  const void* kernel = reinterpret_cast<const void*>(audio_qkv_gemm_kernel<true>);
-  GK_RETURN_IF_ERROR(set_smem_opt_in(kernel));
-  for (int s : {4, 2}) {
-    if (tiles * s > sms || k_blocks % s != 0 || k_blocks / s < 2) continue;
-    int resident = 0;
-    GK_RETURN_IF_ERROR(
-        detail::max_active_clusters(kOp, kernel, QkvGemmTraits::kThreads, QkvGemmTraits::kSmemBytes, s, &resident));
-    if (tiles <= resident) {
-      *split = s;
-      return Status::Ok();
-    }
-  }
-  return Status::Ok();
 }
 
 struct Maps {
@@ -72,23 +47,8 @@ Status launch(const QkvGemmParams& p, dim3 grid, cudaStream_t stream) {
   Maps maps;
   GK_RETURN_IF_ERROR(encode_maps(p, &maps));
   using Tr = QkvGemmTraits;
-  auto kernel = audio_qkv_gemm_kernel<kSplit>;
-  GK_RETURN_IF_ERROR(set_smem_opt_in(reinterpret_cast<const void*>(kernel)));
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(Tr::kThreads);
-  cfg.dynamicSmemBytes = Tr::kSmemBytes;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = grid.z;
-  cfg.attrs = attr;
-  cfg.numAttrs = kSplit ? 1 : 0;
-  GK_RETURN_IF_ERROR(detail::cuda_status(cudaLaunchKernelEx(&cfg, kernel, maps.hs, maps.wq, maps.wk, maps.wv, p), kOp,
-                                         "fused QKV kernel launch"));
-  return detail::check_launch(kOp, "fused QKV kernel launch");
+  return detail::launch_z_clusters(kOp, "fused QKV kernel launch", audio_qkv_gemm_kernel<kSplit>, grid, Tr::kThreads,
+                                   Tr::kSmemBytes, kSplit, stream, maps.hs, maps.wq, maps.wk, maps.wv, p);
 }
 
 }  // namespace
@@ -118,11 +78,12 @@ Status launch_qkv_gemm_tf32(const QkvGemmParams& params, cudaStream_t stream) {
   }
   const int64_t m_tiles = (int64_t(p.m) + Tr::kBM - 1) / Tr::kBM;
   const int64_t n_tiles = int64_t(3) * p.heads;
-  int sms = 0;
-  GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
   const int k_blocks = p.k_dim / Tr::kBK;
+  // Splits of 4 or 2, each CTA an equal share of the K-blocks (the kernel takes one count for all).
   int split = 1;
-  GK_RETURN_IF_ERROR(choose_split(m_tiles * n_tiles, k_blocks, sms, &split));
+  GK_RETURN_IF_ERROR(detail::choose_cluster_split(kOp, reinterpret_cast<const void*>(audio_qkv_gemm_kernel<true>),
+                                                  Tr::kThreads, Tr::kSmemBytes, m_tiles * n_tiles, k_blocks, {4, 2},
+                                                  /*even_k=*/true, &split));
   p.k_blocks = k_blocks / split;
   const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
   return split > 1 ? launch<true>(p, grid, stream) : launch<false>(p, grid, stream);

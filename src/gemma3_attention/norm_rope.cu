@@ -8,6 +8,7 @@
 #include <cuda_bf16.h>
 
 #include "common/cuda_check.hpp"
+#include "common/device/sm80_primitives.cuh"
 #include "gemma3_attention/kernels.hpp"
 
 namespace gk::gemma3 {
@@ -17,7 +18,7 @@ namespace {
 constexpr int kWarpsPerBlock = 8;
 constexpr int kHeadsPerWarp = 4;
 
-__device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+using device::round_bf16;
 
 __device__ __forceinline__ void load8(const __nv_bfloat16* p, float (&v)[8]) {
   const uint4 raw = *reinterpret_cast<const uint4*>(p);

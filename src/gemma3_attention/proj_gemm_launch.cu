@@ -3,6 +3,7 @@
 // stream over most SMs.
 #include <cuda_runtime.h>
 
+#include "common/cluster_split.hpp"
 #include "common/cuda_check.hpp"
 #include "common/device_props.hpp"
 #include "common/env_choice.hpp"
@@ -16,40 +17,10 @@ namespace {
 
 constexpr const char* kOp = "gemma3_attention";
 constexpr int64_t kMaxRowTiles = 65535;  // grid.y
-constexpr int kMaxSplit = 8;  // the portable cluster size
 // One row tile: one head per tile, and the only size where the fused kernel beats cuBLASLt by default.
 constexpr int64_t kSingleTileRows = 128;
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-template <int kHeads>
-Status set_smem_opt_in(const void* kernel) {
-  return detail::cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                  static_cast<int>(ProjGemmTraits<kHeads>::kSmemBytes)),
-                             kOp, "cudaFuncSetAttribute(projection gemm)");
-}
-
-// Largest split (cluster size) whose grid fits in one wave (SMs, and the clusters that can be resident at once:
-// clusters stay within a GPC, so 40 clusters of 3 did not fit on the H200 and ran a second wave) and leaves each
-// CTA at least two K-blocks; 1 when the tiles alone fill half the SMs. K-blocks need not divide evenly.
-template <int kHeads>
-Status choose_split(int64_t tiles, int k_blocks, int sms, int* split) {
-  using Tr = ProjGemmTraits<kHeads>;
-  *split = 1;
-  if (2 * tiles > sms) return Status::Ok();
-  const void* kernel = reinterpret_cast<const void*>(proj_gemm_kernel<kHeads, true>);
-  GK_RETURN_IF_ERROR(set_smem_opt_in<kHeads>(kernel));
-  for (int s = kMaxSplit; s >= 2; --s) {
-    if (tiles * s > sms || k_blocks / s < 2) continue;
-    int resident = 0;
-    GK_RETURN_IF_ERROR(detail::max_active_clusters(kOp, kernel, Tr::kThreads, Tr::kSmemBytes, s, &resident));
-    if (tiles <= resident) {
-      *split = s;
-      return Status::Ok();
-    }
-  }
-  return Status::Ok();
-}
 
 struct Maps {
   CUtensorMap a, w[ProjGemmParams::kMaxSegments];
@@ -75,23 +46,8 @@ Status encode_maps(const ProjGemmOperands& o, Maps* maps) {
 template <int kHeads, bool kSplit>
 Status launch(const ProjGemmParams& p, const Maps& maps, dim3 grid, cudaStream_t stream) {
   using Tr = ProjGemmTraits<kHeads>;
-  auto kernel = proj_gemm_kernel<kHeads, kSplit>;
-  GK_RETURN_IF_ERROR(set_smem_opt_in<kHeads>(reinterpret_cast<const void*>(kernel)));
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(Tr::kThreads);
-  cfg.dynamicSmemBytes = Tr::kSmemBytes;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = grid.z;
-  cfg.attrs = attr;
-  cfg.numAttrs = kSplit ? 1 : 0;
-  GK_RETURN_IF_ERROR(detail::cuda_status(cudaLaunchKernelEx(&cfg, kernel, maps.a, maps.w[0], maps.w[1], maps.w[2], p),
-                                         kOp, "projection gemm launch"));
-  return detail::check_launch(kOp, "projection gemm launch");
+  return detail::launch_z_clusters(kOp, "projection gemm launch", proj_gemm_kernel<kHeads, kSplit>, grid, Tr::kThreads,
+                                   Tr::kSmemBytes, kSplit, stream, maps.a, maps.w[0], maps.w[1], maps.w[2], p);
 }
 
 int64_t segment_tiles(int64_t heads, int heads_per_tile) { return (heads + heads_per_tile - 1) / heads_per_tile; }
@@ -130,11 +86,12 @@ Status launch_heads(const ProjGemmOperands& o, cudaStream_t stream) {
 
   const int64_t m_tiles = (o.m + Tr::kBM - 1) / Tr::kBM;
   const int64_t n_tiles = total_tiles(o, kHeads);
-  int sms = 0;
-  GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
   p.k_blocks = static_cast<int>(o.k / Tr::kBK);
+  // Any cluster size up to the portable 8; the kernel shares the K-blocks out unevenly where they do not divide.
   int split = 1;
-  GK_RETURN_IF_ERROR(choose_split<kHeads>(m_tiles * n_tiles, p.k_blocks, sms, &split));
+  GK_RETURN_IF_ERROR(detail::choose_cluster_split(
+      kOp, reinterpret_cast<const void*>(proj_gemm_kernel<kHeads, true>), Tr::kThreads, Tr::kSmemBytes,
+      m_tiles * n_tiles, p.k_blocks, {8, 7, 6, 5, 4, 3, 2}, /*even_k=*/false, &split));
   const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
   return split > 1 ? launch<kHeads, true>(p, maps, grid, stream) : launch<kHeads, false>(p, maps, grid, stream);
 }

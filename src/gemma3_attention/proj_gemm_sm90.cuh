@@ -51,7 +51,7 @@ struct ProjGemmTraits {
 
 namespace proj_detail {
 
-__device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+using device::round_bf16;
 
 __device__ __forceinline__ float4 load_bf16x4(const __nv_bfloat16* p) {
   const uint2 raw = *reinterpret_cast<const uint2*>(p);
