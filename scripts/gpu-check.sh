@@ -102,6 +102,9 @@ fi
 if [ $TIMING -eq 1 ]; then
   step "gk bench (both suites)" "$BUILD/bin/gk" bench --timer both --breakdown --json "$OUT/gk-bench.json"
   step "gk bench 054 exact" "$BUILD/bin/gk" bench --suite 054 --precision exact
+  # What the SOL-ExecBench 047 package runs: the suite's causal mask as a tensor (additive mode).
+  step "gk bench 047 additive mask" "$BUILD/bin/gk" bench --suite 047 --mask additive --breakdown \
+    --json "$OUT/gk-bench-additive.json"
 fi
 
 if [ $PROFILE -eq 1 ] && command -v ncu > /dev/null; then

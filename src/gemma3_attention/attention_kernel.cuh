@@ -2,7 +2,9 @@
 // One CTA owns kBlockM query rows of one (batch, query head); each warp owns 16 rows. K/V tiles stream through
 // a two-stage shared-memory ring; P stays in registers as the A operand of P*V; the softmax is online, in fp32,
 // in the log2 domain. GQA: query head h reads kv head h / group_size. Causal: tiles above the diagonal are never
-// loaded, and only tiles that cross the diagonal or the sequence end pay for per-element masking.
+// loaded, and only tiles that cross the diagonal or the sequence end pay for per-element masking. Additive: the
+// key tiles come from the per-call tile list (64-row blocks, 64-key tiles), which leaves out tiles the mask kills
+// and says which tiles read it.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -84,9 +86,11 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
   const int lane = tid % 32;
 
   load_tile<Tr, kBlockM>(s_q, q, p.q_token_stride, m0, seq_len, tid);
-  load_tile<Tr, kBlockN>(s_k, k, p.k_token_stride, 0, seq_len, tid);
+  const auto key = [&](int i) { return key_tile<kMask, kBlockN>(tc, i, 0); };
+  KeyTile kt = key(0);
+  load_tile<Tr, kBlockN>(s_k, k, p.k_token_stride, kt.n0, seq_len, tid);
   device::cp_async_commit();
-  load_tile<Tr, kBlockN>(s_v, v, p.v_token_stride, 0, seq_len, tid);
+  load_tile<Tr, kBlockN>(s_v, v, p.v_token_stride, kt.n0, seq_len, tid);
   device::cp_async_commit();
 
   // Thread (lane) holds rows g and g+8 of its warp's 16, columns 2t and 2t+1 of every n8 tile.
@@ -103,6 +107,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
   for (int nb = 0; nb < n_blocks; ++nb) {
     const int stage = nb & 1;
     const bool has_next = nb + 1 < n_blocks;
+    const KeyTile next = has_next ? key(nb + 1) : kt;
     device::cp_async_wait<1>();  // K[nb] (and Q) have landed; V[nb] may still be in flight
     __syncthreads();
     if (nb == 0) {
@@ -113,8 +118,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
       }
     }
     if (has_next) {
-      load_tile<Tr, kBlockN>(s_k + (stage ^ 1) * Tr::kTileKV, k, p.k_token_stride, (nb + 1) * kBlockN, seq_len,
-                             tid);
+      load_tile<Tr, kBlockN>(s_k + (stage ^ 1) * Tr::kTileKV, k, p.k_token_stride, next.n0, seq_len, tid);
       device::cp_async_commit();
     }
 
@@ -135,9 +139,10 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
       }
     }
 
-    const int n0 = nb * kBlockN;
+    const int n0 = kt.n0;
     const bool edge = (n0 + kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + kBlockN - 1 > m0);
-    scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, mask_rows, row0, n0 + 2 * (lane & 3), seq_len, edge);
+    scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, mask_rows, row0, n0 + 2 * (lane & 3), seq_len, edge,
+                                               kt.with_mask);
     softmax.update<kNTiles, kDTiles>(acc_s, acc_o);
 
     if (has_next) {
@@ -147,8 +152,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
     }
     __syncthreads();  // V[nb] visible to all warps
     if (has_next) {
-      load_tile<Tr, kBlockN>(s_v + (stage ^ 1) * Tr::kTileKV, v, p.v_token_stride, (nb + 1) * kBlockN, seq_len,
-                             tid);
+      load_tile<Tr, kBlockN>(s_v + (stage ^ 1) * Tr::kTileKV, v, p.v_token_stride, next.n0, seq_len, tid);
       device::cp_async_commit();
     }
 
@@ -167,6 +171,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
         device::mma_bf16_16816(acc_o[2 * dp + 1], p_frag[kk], vf[2], vf[3]);
       }
     }
+    kt = next;
   }
 
   store_output(acc_o, softmax, p, b, h, row0, lane);

@@ -1,5 +1,6 @@
 // Variant selection and launch of the attention kernels. The supported matrix is instantiated explicitly here:
 // head_dim 128 x {softcap on, off} x {causal, additive, none}, for the sm_80-class kernel and the Hopper kernel.
+// Additive mode first builds the tile lists for the chosen kernel's block shape (mask_tiles.cu).
 #include <cuda.h>
 
 #include <algorithm>
@@ -73,6 +74,7 @@ Status launch_mma(AttentionParams p, cudaStream_t stream) {
   auto kernel = attention_fwd_kernel<Tr, kSoftcap, kMask>;
   unsigned blocks = 0;
   GK_RETURN_IF_ERROR(prepare_grid(kernel, Tr::kSmemBytes, Tr::kBlockM, &p, &blocks));
+  if (kMask == MaskMode::kAdditive) GK_RETURN_IF_ERROR(build_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, stream));
   kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(p);
   return detail::check_launch(kOp, "attention kernel launch");
 }
@@ -111,6 +113,7 @@ Status launch_wgmma(AttentionParams p, const Sm90Columns& cols, cudaStream_t str
   auto kernel = attention_sm90_kernel<kSoftcap, kMask>;
   unsigned blocks = 0;
   GK_RETURN_IF_ERROR(prepare_grid(kernel, Tr::kSmemBytes, Tr::kBlockM, &p, &blocks));
+  if (kMask == MaskMode::kAdditive) GK_RETURN_IF_ERROR(build_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, stream));
   int sms = 0;
   GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
   if (p.seq_len <= kPersistentMaxSeqLen) blocks = std::min(blocks, static_cast<unsigned>(sms));
@@ -152,6 +155,9 @@ Status launch_attention(AttentionParams p, int head_dim, cudaStream_t stream) {
   if (head_dim != Traits128::kHeadDim) {
     return detail::error(GK_STATUS_NOT_SUPPORTED, "%s: no attention kernel for head_dim %d", kOp, head_dim);
   }
+  // A column pair of the mask loads as one 4-byte word when no pair can straddle a row end or a word boundary.
+  p.mask_pairs = p.mask_mode == MaskMode::kAdditive && p.seq_len % 2 == 0 && p.mask_row_stride % 2 == 0 &&
+                 p.mask_batch_stride % 2 == 0 && reinterpret_cast<uintptr_t>(p.mask) % 4 == 0;
   return p.softcap ? launch_mask<true>(p, stream) : launch_mask<false>(p, stream);
 }
 

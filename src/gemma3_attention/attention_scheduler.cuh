@@ -9,7 +9,17 @@ namespace gk::gemma3 {
 struct TileCoord {
   int b, h, kvh;  // batch, query head, the kv head serving it (GQA)
   int m0;         // first query row of the block
-  int n_blocks;   // key tiles to visit: all of them, or under a causal mask those at or left of the diagonal
+  // Key tiles to visit: all of them; under a causal mask those at or left of the diagonal; under an additive
+  // mask those its tile list names (`list`, built per call by mask_tiles.cu).
+  int n_blocks;
+  const uint32_t* list;
+};
+
+// The i-th key tile a work tile visits: its first key, and whether the 64-row half `half` of the query block
+// adds the mask there.
+struct KeyTile {
+  int n0;
+  bool with_mask;
 };
 
 // Work tiles are ordered query block-major, heaviest (largest m_block) first, so under a causal mask the long
@@ -25,8 +35,24 @@ __device__ __forceinline__ TileCoord tile_coord(const AttentionParams& p, int ti
   t.kvh = t.h / p.group_size;
   t.m0 = m_block * kBlockM;
   t.n_blocks = (p.seq_len + kBlockN - 1) / kBlockN;
+  t.list = nullptr;
   if constexpr (kMask == MaskMode::kCausal) t.n_blocks = min(t.n_blocks, (t.m0 + kBlockM + kBlockN - 1) / kBlockN);
+  if constexpr (kMask == MaskMode::kAdditive) {
+    const int block = t.b * p.num_m_blocks + m_block;
+    t.n_blocks = p.tiles.counts[block];
+    t.list = p.tiles.entries + int64_t(block) * p.tiles.stride;
+  }
   return t;
+}
+
+template <MaskMode kMask, int kBlockN>
+__device__ __forceinline__ KeyTile key_tile(const TileCoord& t, int i, int half) {
+  if constexpr (kMask == MaskMode::kAdditive) {
+    const uint32_t e = t.list[i];
+    return {static_cast<int>(e >> 2) * kBlockN, ((e >> half) & 1u) != 0};
+  } else {
+    return {i * kBlockN, false};
+  }
 }
 
 // A persistent grid's r-th tile for this CTA. Rounds alternate direction (a snake), so the CTA that took the

@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
         for (int nb = 0; nb < tc.n_blocks; ++nb, ++it) {
           const int s = it % Tr::kStages;
           const int round = it / Tr::kStages;
-          const int n0 = nb * Tr::kBlockN;
+          const int n0 = key_tile<kMask, Tr::kBlockN>(tc, nb, 0).n0;
           const uint32_t k_tile = s_k + s * Tr::kTileBytes, v_tile = s_v + s * Tr::kTileBytes;
           if (round > 0) device::mbar_wait(k_empty(s), (round - 1) & 1);
           device::mbar_arrive_expect_tx(k_full(s), Tr::kTileBytes);
@@ -219,11 +219,15 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     const int row0 = wg_row0 + warp * 16 + (lane >> 2);
     const __nv_bfloat16* mask_rows = nullptr;
     if constexpr (kMask == MaskMode::kAdditive) mask_rows = p.mask + tc.b * p.mask_batch_stride;
-    const auto logits = [&](int nb) {
-      const int n0 = nb * Tr::kBlockN;
+    // The key tile is looked up before the wait on its scores, so an additive tile list's load is off the
+    // critical path.
+    const auto key = [&](int nb) { return key_tile<kMask, Tr::kBlockN>(tc, nb, half_block); };
+    const auto logits = [&](const KeyTile& kt) {
+      const int n0 = kt.n0;
       const bool edge =
           (n0 + Tr::kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + Tr::kBlockN - 1 > wg_row0);
-      scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, mask_rows, row0, n0 + 2 * (lane & 3), seq_len, edge);
+      scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, mask_rows, row0, n0 + 2 * (lane & 3), seq_len, edge,
+                                                 kt.with_mask);
     };
     // Q is free for the next work tile once this tile's last Q K^T has completed.
     const auto after_qk = [&](int nb) {
@@ -235,6 +239,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
 #pragma unroll
     for (int i = 0; i < kDTiles; ++i) acc_o[i][0] = acc_o[i][1] = acc_o[i][2] = acc_o[i][3] = 0.f;
 
+    const KeyTile first = key(0);
     device::mbar_wait(q_full, local & 1);
     device::named_barrier_sync(my_turn, kSchedThreads);
     issue_qk(g0);
@@ -243,11 +248,12 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     device::fence_accumulators(acc_s);
     after_qk(0);
     float alpha[2];
-    logits(0);
+    logits(first);
     softmax.exponentiate(acc_s, alpha);  // the output is still zero: nothing to rescale
     pack_p(acc_s, p_frag);
 
     for (int nb = 1; nb < n_blocks; ++nb) {
+      const KeyTile kt = key(nb);
       device::named_barrier_sync(my_turn, kSchedThreads);
       issue_qk(g0 + nb);
       issue_pv(g0 + nb - 1);
@@ -255,7 +261,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
       device::wgmma_wait<1>();  // S of tile nb is ready; P*V of tile nb-1 may still run
       device::fence_accumulators(acc_s);
       after_qk(nb);
-      logits(nb);
+      logits(kt);
       softmax.exponentiate(acc_s, alpha);
       device::wgmma_wait<0>();
       device::fence_accumulators(acc_o);

@@ -12,39 +12,75 @@
 
 namespace gk::gemma3 {
 
-// Raw Q.K dot products -> base-2 logits: scale, optional softcap, then the mask.
+// An additive mask value as a base-2 logit offset. Clamped at -FLT_MAX, so the lowest bf16 and -inf both stay
+// finite: a row masked everywhere then averages V uniformly (what the reference computes), never NaN. A value
+// that clamps is "dead": adding -FLT_MAX absorbs any finite score, so its probability is exactly zero as soon as
+// its row has one live key. The tile classification (mask_tiles.cu) uses this same function, which is what makes
+// skipping a tile of dead values exact.
+__device__ __forceinline__ float mask_logit2(float m) { return fmaxf(m * kLog2e, -FLT_MAX); }
+
+// Adds the additive mask to the logits a thread holds (rows row0 and row0 + 8, column pairs col0 + 8 nt + {0, 1});
+// positions at or past the sequence end are left to the edge masking. With p.mask_pairs a column pair is one
+// 4-byte load.
+template <int kNTiles>
+__device__ __forceinline__ void add_mask(float (&s)[kNTiles][4], const AttentionParams& p,
+                                         const __nv_bfloat16* mask_rows, int row0, int col0, int seq_len) {
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int row = row0 + hh * 8;
+    if (row >= seq_len) continue;
+    const __nv_bfloat16* m_row = mask_rows + int64_t(row) * p.mask_row_stride;
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) {
+      const int col = col0 + nt * 8;
+      if (col >= seq_len) continue;
+      float m0, m1 = 0.f;
+      if (p.mask_pairs) {
+        const float2 m = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(m_row + col));
+        m0 = m.x;
+        m1 = m.y;
+      } else {
+        m0 = __bfloat162float(m_row[col]);
+        if (col + 1 < seq_len) m1 = __bfloat162float(m_row[col + 1]);
+      }
+      s[nt][2 * hh] += mask_logit2(m0);
+      s[nt][2 * hh + 1] += mask_logit2(m1);
+    }
+  }
+}
+
+// Raw Q.K dot products -> base-2 logits: scale, optional softcap, then the mask (additive mode, where the tile
+// list says this tile needs it).
 // Softcap: cap*tanh(dot*scale/cap) with tanh.approx (one special-function op; relative error ~2^-11, which the
 // precise-yardstick tests bound), scale/cap and cap*log2(e) folded on the host.
-// Additive masks are clamped at -FLT_MAX after the log2(e) scaling, so "lowest bf16" and -inf both stay finite:
-// a fully masked row then averages V uniformly (what the reference computes), never NaN.
 template <bool kSoftcap, MaskMode kMask, int kNTiles>
 __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const AttentionParams& p,
                                                  const __nv_bfloat16* mask_rows, int row0, int col0, int seq_len,
-                                                 bool edge_tile) {
+                                                 bool edge_tile, bool with_mask) {
 #pragma unroll
   for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      float x = s[nt][e];
       if constexpr (kSoftcap) {
-        x = p.softcap_out * device::tanh_approx(x * p.softcap_in);
+        s[nt][e] = p.softcap_out * device::tanh_approx(s[nt][e] * p.softcap_in);
       } else {
-        x *= p.scale_log2;
+        s[nt][e] *= p.scale_log2;
       }
+    }
+  }
+  if constexpr (kMask == MaskMode::kAdditive) {
+    if (with_mask) add_mask(s, p, mask_rows, row0, col0, seq_len);
+  }
+  if (!edge_tile) return;
+#pragma unroll
+  for (int nt = 0; nt < kNTiles; ++nt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
       const int row = row0 + (e >> 1) * 8;
       const int col = col0 + nt * 8 + (e & 1);
-      if constexpr (kMask == MaskMode::kAdditive) {
-        if (row < seq_len && col < seq_len) {
-          const float m = __bfloat162float(mask_rows[row * p.mask_row_stride + col]);
-          x += fmaxf(m * kLog2e, -FLT_MAX);
-        }
-      }
-      if (edge_tile) {
-        bool masked = col >= seq_len;
-        if constexpr (kMask == MaskMode::kCausal) masked |= col > row;
-        if (masked) x = -INFINITY;
-      }
-      s[nt][e] = x;
+      bool masked = col >= seq_len;
+      if constexpr (kMask == MaskMode::kCausal) masked |= col > row;
+      if (masked) s[nt][e] = -INFINITY;
     }
   }
 }

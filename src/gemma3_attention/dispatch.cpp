@@ -22,6 +22,8 @@ struct Layout {
   bf16* qkv = nullptr;   // [M, (Hq + 2 Hkv) D]
   bf16* attn = nullptr;  // [M, Hq D]
   void* gemm_workspace = nullptr;
+  void* mask_tiles = nullptr;  // additive mode: the attention's per-call tile lists
+  size_t mask_tile_bytes = 0;
   size_t bytes = 0;
 };
 
@@ -32,6 +34,10 @@ Layout carve(const Gemma3AttentionConfig& c, void* base) {
   l.qkv = w.take<bf16>(rows * (c.num_q_heads + 2 * c.num_kv_heads) * c.head_dim);
   l.attn = w.take<bf16>(rows * c.num_q_heads * c.head_dim);
   l.gemm_workspace = w.take_bytes(detail::kGemmWorkspaceBytes);
+  if (c.mask_mode == GK_MASK_ADDITIVE) {
+    l.mask_tile_bytes = gemma3::mask_tile_scratch_bytes(c.batch, c.seq_len);
+    l.mask_tiles = w.take_bytes(l.mask_tile_bytes);
+  }
   l.bytes = w.bytes();
   return l;
 }
@@ -152,6 +158,8 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
   ap.softcap_in = ap.softcap ? static_cast<float>(double(scale) / c.softcap) : 0.f;
   ap.softcap_out = ap.softcap ? c.softcap * gemma3::kLog2e : 0.f;
   ap.mask_mode = to_mask_mode(c.mask_mode);
+  ap.mask_scratch = ws.mask_tiles;
+  ap.mask_scratch_bytes = ws.mask_tile_bytes;
   GK_RETURN_IF_ERROR(gemma3::launch_attention(ap, static_cast<int>(D), stream));
 
   gemma3::ProjGemmOperands o_ops;

@@ -9,7 +9,11 @@
 namespace gk::gemma3 {
 
 Status launch_norm_rope(const NormRopeParams& p, int head_dim, cudaStream_t stream);
+// Additive mode needs p.mask_scratch of mask_tile_scratch_bytes(batch, seq_len) for the per-call tile lists.
 Status launch_attention(AttentionParams p, int head_dim, cudaStream_t stream);
+size_t mask_tile_scratch_bytes(int64_t batch, int64_t seq_len);
+// Fills p->tiles for a kernel of block_m-row query blocks and block_n-key tiles (64 or 128 each).
+Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, cudaStream_t stream);
 
 // Operands of the head-tiled projection GEMM (see ProjGemmParams): A [m, k] row-major, each weight [heads * 128, k]
 // row-major, outputs as column ranges of buffers with one row stride; head_dim is 128.

@@ -46,6 +46,17 @@ struct ProjGemmParams {
 
 enum class MaskMode : int { kCausal = 0, kAdditive = 1, kNone = 2 };
 
+// Tile lists for the additive mask, built on the device per call (mask_tiles.cu) for the kernel's block shape:
+// for each (batch, query block), the key tiles to visit in ascending order, each entry (key tile << 2) | bits,
+// bit h set when the 64-row half h of the query block must add the mask (the tile is not all zeros there).
+// Key tiles whose values are all dead for every row of the block are left out, unless some row of the block is
+// dead everywhere: such a row averages V over all keys, so its block keeps every tile.
+struct MaskTileLists {
+  uint32_t* entries;  // [batch][query blocks][key tiles]
+  int* counts;        // [batch][query blocks]
+  int stride;         // entries per query block (key tiles of the sequence)
+};
+
 // Attention over tensors laid out [B, S, heads, D] with arbitrary token/head/batch strides (elements).
 struct AttentionParams {
   const __nv_bfloat16* q;
@@ -72,6 +83,12 @@ struct AttentionParams {
   float softcap_out;  // cap * log2(e)
   MaskMode mask_mode;
   bool softcap;
+  bool mask_pairs;  // additive: even S, row stride and 4-byte base, so a thread's column pair loads as one word
+
+  // Additive mode: the per-call scratch the launch fills (MaskTileScratch) and the lists the kernels walk.
+  MaskTileLists tiles;
+  void* mask_scratch;
+  size_t mask_scratch_bytes;
 };
 
 }  // namespace gk::gemma3

@@ -136,10 +136,20 @@ std::vector<Variant> variants() {
   padded.mask_pattern = MaskPattern::kPaddedCausal;
   Gemma3Recipe spread;
   spread.norm_weight_spread = 0.5f;
+  Gemma3Recipe window;
+  window.mask_pattern = MaskPattern::kSlidingWindow;
+  Gemma3Recipe biased;
+  biased.mask_pattern = MaskPattern::kBiasedCausal;
+  const auto additive = [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_ADDITIVE; };
   return {
       {"softcap_saturated", base, saturate, /*official_applies=*/false},
       {"padding_mask_fully_masked_rows", with(base, [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_ADDITIVE; }), padded},
       {"causal_mask_tensor", with(base, [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_ADDITIVE; }), {}},
+      // Key tiles left of the band are skipped; -inf and the lowest bf16 as the masked value.
+      {"sliding_window_mask", with(base, additive), window},
+      {"sliding_window_mask_s1500", with(suite_shape(1, 1500), additive), window},
+      // Nonzero everywhere below the diagonal: every visited tile reads the mask.
+      {"biased_causal_mask", with(base, additive), biased},
       {"no_mask", with(base, [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_NONE; }), {}},
       {"softcap_off", with(base, [](gk_gemma3_attention_config& c) { c.softcap = 0.f; }), {}},
       {"norm_weights_offset0_scale", with(base, [](gk_gemma3_attention_config& c) { c.norm_weight_offset = 0.f; c.query_scale = 0.0625f; }),
@@ -225,12 +235,17 @@ std::vector<Variant> small_variants() {
   Gemma3Recipe padded;
   padded.mask_pattern = MaskPattern::kPaddedCausal;
   padded.norm_weight_spread = 0.5f;
+  Gemma3Recipe window;
+  window.mask_pattern = MaskPattern::kSlidingWindow;
   return {
       {"causal_softcap", c, {}},
       {"additive_padded", with(c, [](gk_gemma3_attention_config& x) { x.mask_mode = GK_MASK_ADDITIVE; x.softcap = 0.f; }), padded},
       {"none_group4", with(c, [](gk_gemma3_attention_config& x) { x.mask_mode = GK_MASK_NONE; x.num_kv_heads = 1; }), {}},
       {"s1", with(c, [](gk_gemma3_attention_config& x) { x.seq_len = 1; }), {}},
       {"s130_b1", with(c, [](gk_gemma3_attention_config& x) { x.batch = 1; x.seq_len = 130; }), {}},
+      // One small grid (the sm_80-class kernel, 64 x 64 tiles): tiles left of the band skipped, odd S.
+      {"additive_window_s201", with(c, [](gk_gemma3_attention_config& x) { x.mask_mode = GK_MASK_ADDITIVE; x.batch = 2; x.seq_len = 201; }),
+       window},
   };
 }
 

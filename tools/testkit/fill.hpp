@@ -7,6 +7,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "rng.hpp"
@@ -39,6 +40,11 @@ GK_HD inline float fill_value_at(const FillSpec& f, int64_t i) {
 enum class MaskPattern {
   kCausal,        // 0 on and below the diagonal, lowest bf16 above (the suites' mask)
   kPaddedCausal,  // causal, and the first pad(b) keys of batch b masked too: rows i < pad(b) are fully masked
+  // Causal within a window of max(1, S / 3) keys (i - j < W): key tiles left of the band are masked everywhere.
+  // Masked entries are -inf in odd batches, the lowest bf16 in even ones.
+  kSlidingWindow,
+  // Causal with a distance bias -0.02 (i - j) on the visible entries: nonzero almost everywhere.
+  kBiasedCausal,
 };
 
 GK_HD inline int64_t padded_causal_pad(int64_t b, int64_t seq_len) {
@@ -48,9 +54,16 @@ GK_HD inline int64_t padded_causal_pad(int64_t b, int64_t seq_len) {
 // Element (b, 0, i, j) of a [B,1,S,S] mask at flat index idx.
 GK_HD inline float mask_value_at(MaskPattern pattern, int64_t seq_len, int64_t idx) {
   const int64_t j = idx % seq_len, i = (idx / seq_len) % seq_len, b = idx / (seq_len * seq_len);
+  constexpr float kLowest = -3.3895313892515355e38f;  // lowest finite bf16
   bool visible = j <= i;
   if (pattern == MaskPattern::kPaddedCausal) visible = visible && j >= padded_causal_pad(b, seq_len);
-  return visible ? 0.f : -3.3895313892515355e38f;  // lowest finite bf16
+  if (pattern == MaskPattern::kSlidingWindow) {
+    const int64_t window = seq_len / 3 > 1 ? seq_len / 3 : 1;
+    if (visible && i - j < window) return 0.f;
+    return (b & 1) ? -INFINITY : kLowest;
+  }
+  if (pattern == MaskPattern::kBiasedCausal) return visible ? -0.02f * float(i - j) : kLowest;
+  return visible ? 0.f : kLowest;
 }
 
 void fill(const FillSpec& spec, __nv_bfloat16* dst, int64_t n, cudaStream_t stream);
