@@ -28,13 +28,23 @@ double loosest(const Suite& s, bool atol) {
   return v;
 }
 
+gk_mask_mode parse_mask(const std::string& m) {
+  return m == "additive" ? GK_MASK_ADDITIVE : m == "none" ? GK_MASK_NONE : GK_MASK_CAUSAL;
+}
+
 Case suite_case(const Suite& s, const Workload& w, const ShapeOptions& o) {
   Case c;
   c.suite_id = s.id;
   c.suite_title = s.title;
   c.gemma3 = s.op == "gemma3_attention";
-  if (c.gemma3) c.g = gk_testkit::gemma3_config(s, w);
-  else c.a = gk_testkit::audio_config(s, w, parse_precision(o.precision));
+  if (c.gemma3) {
+    c.g = gk_testkit::gemma3_config(s, w);
+    // The suite's mask is causal; --mask additive passes it as a tensor (what SOL-ExecBench's harness does).
+    c.g.mask_mode = parse_mask(o.mask);
+    if (c.g.mask_mode != GK_MASK_CAUSAL) c.suite_title += " [mask mode: " + o.mask + "]";
+  } else {
+    c.a = gk_testkit::audio_config(s, w, parse_precision(o.precision));
+  }
   c.atol = o.atol >= 0 ? o.atol : w.atol;
   c.rtol = o.rtol >= 0 ? o.rtol : w.rtol;
   c.required = s.required_matched_ratio;
@@ -61,7 +71,7 @@ Case custom_case(const ShapeOptions& o) {
     if (o.eps >= 0) c.g.rms_norm_eps = float(o.eps);
     if (o.norm_offset >= 0) c.g.norm_weight_offset = float(o.norm_offset);
     c.g.query_scale = float(o.query_scale);
-    c.g.mask_mode = o.mask == "additive" ? GK_MASK_ADDITIVE : o.mask == "none" ? GK_MASK_NONE : GK_MASK_CAUSAL;
+    c.g.mask_mode = parse_mask(o.mask);
   } else {
     c.gemma3 = false;
     c.a = gk_testkit::audio_config(s, shape, parse_precision(o.precision));
@@ -124,7 +134,7 @@ void add_shape_options(CLI::App* cmd, ShapeOptions& o) {
   cmd->add_option("--eps", o.eps, "RMSNorm epsilon (default 1e-6)");
   cmd->add_option("--norm-offset", o.norm_offset, "gemma3: RMSNorm weight offset (default 1)");
   cmd->add_option("--query-scale", o.query_scale, "gemma3: score scale, 0 = head_dim^-0.5");
-  cmd->add_option("--mask", o.mask, "gemma3: causal | additive | none")
+  cmd->add_option("--mask", o.mask, "gemma3: causal | additive | none (with --suite: how the suite's causal mask is passed)")
       ->check(CLI::IsMember({"causal", "additive", "none"}));
   cmd->add_option("--precision", o.precision, "audio: tf32 | exact")->check(CLI::IsMember({"tf32", "exact"}));
   cmd->add_option("--workload", o.workload, "One workload of --suite, as B,S");
