@@ -81,8 +81,7 @@ Status GemmRunner::get_plan(const char* what, const GemmShape& shape, const Plan
   }
   auto plan = std::make_shared<Plan>();
   const cudaDataType io = shape.kind == GemmKind::kBf16 ? CUDA_R_16BF : CUDA_R_32F;
-  const cublasComputeType_t compute =
-      shape.kind == GemmKind::kF32FastTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cublasComputeType_t compute = shape.kind == GemmKind::kBf16 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
   GK_LT_TRY(cublasLtMatmulDescCreate(&plan->op, compute, CUDA_R_32F), what);
   const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
   GK_LT_TRY(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a)), what);

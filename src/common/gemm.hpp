@@ -19,8 +19,7 @@ namespace gk::detail {
 
 enum class GemmKind : int {
   kBf16,        // bf16 in, bf16 out, fp32 accumulate
-  kF32,         // fp32 in/out, fp32 FMA (exact)
-  kF32FastTf32  // fp32 in/out on tf32 tensor cores (inputs must already be rounded to tf32)
+  kF32FastTf32  // fp32 in/out on tf32 tensor cores (cuBLASLt rounds the inputs to nearest tf32)
 };
 
 struct GemmShape {

@@ -135,6 +135,35 @@ TEST_P(AudioSmall, GpuReferenceAndFastPathAgainstCpuReference) {
 INSTANTIATE_TEST_SUITE_P(Small, AudioSmall, ::testing::Values(GK_PRECISION_TF32, GK_PRECISION_EXACT),
                          [](const auto& info) { return mode_name(info.param); });
 
+// Exact mode (3xTF32) against plain fp32 cuBLAS, both judged against the fp64 truth on v (the un-normalized
+// projection, so the comparison is GEMM against GEMM): within 2x of cuBLAS's relative L2 error.
+class AudioExactVsFp32 : public GpuParamTest<std::pair<int64_t, int64_t>> {};
+
+TEST_P(AudioExactVsFp32, WithinTwiceFp32CublasError) {
+  const auto [batch, seq_len] = GetParam();
+  AudioProblem p({batch, seq_len, 1024, 8, 128, 1e-6f, GK_PRECISION_EXACT});
+  AudioRecipe r;
+  r.seed = next_seed();
+  GK_ASSERT_OK(p.run_fresh(r, handle(), stream()));
+  p.run_gpu_reference(stream());
+  const gk_testkit::Judgement exact = p.judge(0.002, 1e-5, stream())[2];
+  p.run_cublas_fp32_v(stream());
+  const gk_testkit::Judgement fp32 = p.judge(0.002, 1e-5, stream())[2];
+  const std::string shape = "B" + std::to_string(batch) + " S" + std::to_string(seq_len);
+  gk_test::report("054 exact(3xTF32) v " + shape, r.seed, exact, 0.99);
+  gk_test::report("054 cuBLAS fp32 v " + shape, r.seed, fp32, 0.99);
+  EXPECT_GT(fp32.rel_l2(), 0.0);
+  EXPECT_LE(exact.rel_l2(), 2.0 * fp32.rel_l2()) << "3xTF32 " << exact.summary(0.99) << "; fp32 " << fp32.summary(0.99);
+  EXPECT_LE(exact.max_abs_err, 2.0 * fp32.max_abs_err) << "3xTF32 " << exact.summary(0.99);
+}
+
+INSTANTIATE_TEST_SUITE_P(Exact, AudioExactVsFp32,
+                         ::testing::Values(std::make_pair(1, 128), std::make_pair(2, 293), std::make_pair(4, 541),
+                                           std::make_pair(2, 2048)),
+                         [](const auto& info) {
+                           return "B" + std::to_string(info.param.first) + "_S" + std::to_string(info.param.second);
+                         });
+
 // tf32 mode must round its inputs to the nearest tf32 value (SPEC.md: truncation fails the official check on v).
 // Every input is 1 + 0.75 ulp(tf32) times a power of two, so rounding to nearest gives 1 + ulp and truncation 1:
 // v = sum over 1024 terms of x * w = (1 + 2^-10)^2 when rounded, 1 when truncated, (1 + 0.75 * 2^-10)^2 exact.

@@ -1,9 +1,11 @@
 #include "problems.hpp"
 
+#include <cublas_v2.h>
 #include <cuda_bf16.h>
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <stdexcept>
 
 #include "reference_gpu.hpp"
@@ -322,6 +324,25 @@ void AudioProblem::run_cpu_reference(cudaStream_t stream) {
   GK_TK_CUDA(cudaMemcpyAsync(ref_k_.get(), k.data(), k.size() * 8, cudaMemcpyHostToDevice, stream));
   GK_TK_CUDA(cudaMemcpyAsync(ref_v_.get(), v.data(), v.size() * 8, cudaMemcpyHostToDevice, stream));
   GK_TK_CUDA(cudaStreamSynchronize(stream));
+}
+
+void AudioProblem::run_cublas_fp32_v(cudaStream_t stream) {
+  const auto& c = config_;
+  const int m = static_cast<int>(c.batch * c.seq_len), n = static_cast<int>(c.num_heads * c.head_dim),
+            k = static_cast<int>(c.hidden);
+  cublasHandle_t h = nullptr;
+  const auto ok = [](cublasStatus_t st) {
+    if (st != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cuBLAS error " + std::to_string(int(st)));
+  };
+  ok(cublasCreate(&h));
+  ok(cublasSetStream(h, stream));
+  ok(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+  const float one = 1.f, zero = 0.f;
+  // Column-major view: v^T [n, m] = Wv (k x n, transposed) * hs^T (k x m).
+  ok(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, wv_.as<float>(), k, hidden_.as<float>(), k, &zero,
+                 v_.as<float>(), n));
+  GK_TK_CUDA(cudaStreamSynchronize(stream));
+  ok(cublasDestroy(h));
 }
 
 std::array<Judgement, 3> AudioProblem::judge(double atol, double rtol, cudaStream_t stream) const {

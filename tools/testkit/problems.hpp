@@ -106,6 +106,9 @@ class AudioProblem {
   }
   void run_gpu_reference(cudaStream_t stream);
   void run_cpu_reference(cudaStream_t stream);
+  // The yardstick for exact mode: v = hs * Wv^T by cuBLAS SGEMM (fp32 FMA, default math mode) written over the
+  // operator's v output, so judge() then reports plain fp32 cuBLAS's error on v.
+  void run_cublas_fp32_v(cudaStream_t stream);
   // q, k, v judged against the fp64 reference.
   std::array<Judgement, 3> judge(double atol, double rtol, cudaStream_t stream) const;
 
