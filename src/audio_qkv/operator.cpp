@@ -5,6 +5,7 @@
 // and normalize q and k in place beside the next GEMM.
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 
 #include "audio_qkv/kernels.hpp"
 #include "audio_qkv/params.hpp"
@@ -163,6 +164,10 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
     k = 3 * c.hidden;
   }
   const detail::GemmShape shape{rows, n, k, k, k, n, detail::GemmKind::kF32FastTf32};
+  static const int exact_chunks = [] {
+    const char* e = std::getenv("GK_EXACT_CHUNKS");
+    return e ? std::atoi(e) : 0;
+  }();
   void* outs[3] = {t.query_states.data, t.key_states.data, t.value_states.data};
   const float* norm_w[2] = {static_cast<const float*>(t.q_norm_weight.data),
                             static_cast<const float*>(t.k_norm_weight.data)};
@@ -170,8 +175,22 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
   // Each norm (memory-bound) runs on the handle's side stream beside the next projection (compute-bound).
   detail::SideScope side(handle->side, kOp, stream);
   for (int i = 0; i < 3; ++i) {
-    GK_RETURN_IF_ERROR(handle->gemm.run(names[i], shape, hidden, weights[i], outs[i], ws.gemm_workspace,
-                                        detail::kGemmWorkspaceBytes, stream));
+    if (c.precision == GK_PRECISION_EXACT && exact_chunks > 0) {
+      const int64_t h = c.hidden, chunk = h / exact_chunks;
+      const detail::GemmShape corr{rows, n, 2 * h, k, k, n, detail::GemmKind::kF32FastTf32};
+      GK_RETURN_IF_ERROR(handle->gemm.run(names[i], corr, hidden, weights[i], outs[i], ws.gemm_workspace,
+                                          detail::kGemmWorkspaceBytes, stream));
+      const detail::GemmShape part{rows, n, chunk, k, k, n, detail::GemmKind::kF32FastTf32};
+      for (int ch = 0; ch < exact_chunks; ++ch) {
+        const int64_t off = 2 * h + ch * chunk;
+        GK_RETURN_IF_ERROR(handle->gemm.run(names[i], part, static_cast<const float*>(hidden) + off,
+                                            static_cast<const float*>(weights[i]) + off, outs[i], ws.gemm_workspace,
+                                            detail::kGemmWorkspaceBytes, stream, /*accumulate=*/true));
+      }
+    } else {
+      GK_RETURN_IF_ERROR(handle->gemm.run(names[i], shape, hidden, weights[i], outs[i], ws.gemm_workspace,
+                                          detail::kGemmWorkspaceBytes, stream));
+    }
     if (i < 2) {
       GK_RETURN_IF_ERROR(side.fork());
       GK_RETURN_IF_ERROR(audio::launch_head_rmsnorm(static_cast<float*>(outs[i]), norm_w[i], rows,

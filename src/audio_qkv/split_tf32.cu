@@ -44,9 +44,9 @@ __global__ void split_kernel(const Split3xTf32Params p, int64_t total4) {
     const int64_t row = j / k4, col4 = j % k4;
     const Parts x = split(reinterpret_cast<const float4*>(seg.src)[j]);
     float4* dst = reinterpret_cast<float4*>(seg.dst) + row * 3 * k4 + col4;
-    dst[0] = x.big;
+    dst[0] = seg.weights ? x.big : x.small;
     dst[k4] = seg.weights ? x.small : x.big;
-    dst[2 * k4] = seg.weights ? x.big : x.small;
+    dst[2 * k4] = x.big;
   }
 }
 

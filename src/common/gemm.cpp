@@ -120,12 +120,12 @@ Status GemmRunner::get_plan(const char* what, const GemmShape& shape, const Plan
 }
 
 Status GemmRunner::run(const char* what, const GemmShape& shape_in, const void* a, const void* b, void* c,
-                       void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+                       void* workspace, size_t workspace_bytes, cudaStream_t stream, bool accumulate) {
   GemmShape shape = shape_in;
   shape.alignment = common_alignment(a, b, c);
   const Plan* plan = nullptr;
   GK_RETURN_IF_ERROR(get_plan(what, shape, &plan));
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   GK_LT_TRY(cublasLtMatmul(lt_, plan->op, &alpha, b, plan->a, a, plan->b, &beta, c, plan->c, c, plan->c,
                            &plan->algo, workspace, workspace_bytes, stream),
             what);

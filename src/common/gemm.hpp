@@ -43,9 +43,10 @@ class GemmRunner {
   GemmRunner& operator=(const GemmRunner&) = delete;
 
   Status init();
-  // `what` names the GEMM in error messages, e.g. "gemma3_attention: q projection".
+  // `what` names the GEMM in error messages, e.g. "gemma3_attention: q projection". With `accumulate`, C += A B^T
+  // (the fp32 epilogue adds the product to what C holds).
   Status run(const char* what, const GemmShape& shape, const void* a, const void* b, void* c, void* workspace,
-             size_t workspace_bytes, cudaStream_t stream);
+             size_t workspace_bytes, cudaStream_t stream, bool accumulate = false);
 
  private:
   struct Plan;

@@ -141,8 +141,8 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
 
     const int n0 = kt.n0;
     const bool edge = (n0 + kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + kBlockN - 1 > m0);
-    scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, mask_rows, row0, n0 + 2 * (lane & 3), seq_len, edge,
-                                               kt.with_mask);
+    scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, row0, n0, lane, edge,
+                                               kt.mask);
     softmax.update<kNTiles, kDTiles>(acc_s, acc_o);
 
     if (has_next) {

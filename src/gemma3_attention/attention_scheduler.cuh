@@ -15,11 +15,11 @@ struct TileCoord {
   const uint32_t* list;
 };
 
-// The i-th key tile a work tile visits: its first key, and whether the 64-row half `half` of the query block
-// adds the mask there.
+// The i-th key tile a work tile visits: its first key, and how the 64-row half `half` of the query block applies
+// the mask there (MaskApply).
 struct KeyTile {
   int n0;
-  bool with_mask;
+  uint32_t mask;
 };
 
 // Work tiles are ordered query block-major, heaviest (largest m_block) first, so under a causal mask the long
@@ -49,9 +49,9 @@ template <MaskMode kMask, int kBlockN>
 __device__ __forceinline__ KeyTile key_tile(const TileCoord& t, int i, int half) {
   if constexpr (kMask == MaskMode::kAdditive) {
     const uint32_t e = t.list[i];
-    return {static_cast<int>(e >> 2) * kBlockN, ((e >> half) & 1u) != 0};
+    return {static_cast<int>(e >> 4) * kBlockN, (e >> (2 * half)) & 3u};
   } else {
-    return {i * kBlockN, false};
+    return {i * kBlockN, kMaskNone};
   }
 }
 

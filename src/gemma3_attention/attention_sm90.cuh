@@ -226,8 +226,8 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
       const int n0 = kt.n0;
       const bool edge =
           (n0 + Tr::kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + Tr::kBlockN - 1 > wg_row0);
-      scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, mask_rows, row0, n0 + 2 * (lane & 3), seq_len, edge,
-                                                 kt.with_mask);
+      scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, row0, n0, lane, edge,
+                                                 kt.mask);
     };
     // Q is free for the next work tile once this tile's last Q K^T has completed.
     const auto after_qk = [&](int nb) {

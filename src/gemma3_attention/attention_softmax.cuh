@@ -23,8 +23,9 @@ __device__ __forceinline__ float mask_logit2(float m) { return fmaxf(m * kLog2e,
 // positions at or past the sequence end are left to the edge masking. With p.mask_pairs a column pair is one
 // 4-byte load.
 template <int kNTiles>
-__device__ __forceinline__ void add_mask(float (&s)[kNTiles][4], const AttentionParams& p,
-                                         const __nv_bfloat16* mask_rows, int row0, int col0, int seq_len) {
+__device__ __forceinline__ void add_mask_values(float (&s)[kNTiles][4], const AttentionParams& p,
+                                                const __nv_bfloat16* mask_rows, int row0, int col0) {
+  const int seq_len = p.seq_len;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
     const int row = row0 + hh * 8;
@@ -49,14 +50,41 @@ __device__ __forceinline__ void add_mask(float (&s)[kNTiles][4], const Attention
   }
 }
 
-// Raw Q.K dot products -> base-2 logits: scale, optional softcap, then the mask (additive mode, where the tile
-// list says this tile needs it).
+// The same for a tile whose mask values are all 0 or dead: one 64-bit live word per row and 64-column part
+// (mask_tiles.cu) instead of a load per column pair; a dead position adds mask_logit2(dead) = -FLT_MAX, exactly
+// what add_mask_values adds there. n0 is the tile's first key (a multiple of 64).
+template <int kNTiles>
+__device__ __forceinline__ void add_mask_bits(float (&s)[kNTiles][4], const AttentionParams& p, int b, int row0,
+                                              int n0, int lane) {
+  static_assert(kNTiles == 8 || kNTiles == 16, "64- or 128-key tiles");
+  const MaskTileLists& t = p.tiles;
+  const int pn = n0 / 64;
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int row = row0 + hh * 8;
+    if (row >= p.seq_len) continue;
+    const uint64_t* words = t.bits + ((int64_t(b) * t.parts + row / 64) * t.parts + pn) * 64 + row % 64;
+    uint64_t w[2];
+    w[0] = *words;
+    // Past the last part the columns are past the sequence end: the edge masking takes them.
+    w[1] = (kNTiles == 16 && pn + 1 < t.parts) ? words[64] : ~0ull;
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) {
+      const uint32_t live = static_cast<uint32_t>(w[nt / 8] >> ((nt % 8) * 8 + 2 * (lane & 3)));
+      if (!(live & 1u)) s[nt][2 * hh] += -FLT_MAX;
+      if (!(live & 2u)) s[nt][2 * hh + 1] += -FLT_MAX;
+    }
+  }
+}
+
+// Raw Q.K dot products -> base-2 logits: scale, optional softcap, then the mask (additive mode, as the tile list
+// says: MaskApply), then the edge masking (keys past the sequence end; causal: keys right of the diagonal).
 // Softcap: cap*tanh(dot*scale/cap) with tanh.approx (one special-function op; relative error ~2^-11, which the
 // precise-yardstick tests bound), scale/cap and cap*log2(e) folded on the host.
 template <bool kSoftcap, MaskMode kMask, int kNTiles>
-__device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const AttentionParams& p,
-                                                 const __nv_bfloat16* mask_rows, int row0, int col0, int seq_len,
-                                                 bool edge_tile, bool with_mask) {
+__device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const AttentionParams& p, int b,
+                                                 const __nv_bfloat16* mask_rows, int row0, int n0, int lane,
+                                                 bool edge_tile, uint32_t mask_apply) {
 #pragma unroll
   for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll
@@ -68,10 +96,13 @@ __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const A
       }
     }
   }
+  const int col0 = n0 + 2 * (lane & 3);
   if constexpr (kMask == MaskMode::kAdditive) {
-    if (with_mask) add_mask(s, p, mask_rows, row0, col0, seq_len);
+    if (mask_apply == kMaskBits) add_mask_bits(s, p, b, row0, n0, lane);
+    if (mask_apply == kMaskValues) add_mask_values(s, p, mask_rows, row0, col0);
   }
   if (!edge_tile) return;
+  const int seq_len = p.seq_len;
 #pragma unroll
   for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll

@@ -1,13 +1,13 @@
-// Additive-mask tile lists: which key tiles each query block of the attention must visit, and which of those
-// must read the mask. Two small kernels per call, before the attention:
-//   1. classify: one CTA per 64 x 64 tile of the mask: "zero" (every value 0: nothing to add), "dead" (every
-//      value clamps to -FLT_MAX in mask_logit2: nothing survives the softmax if the row has any live key) or
-//      "mixed"; plus, per row of the tile, whether it has a live value.
+// Additive-mask tile lists: which key tiles each query block of the attention must visit, and how each applies
+// the mask. Two small kernels per call, before the attention:
+//   1. classify: the mask in 64 x 64 parts: "zero" (every value 0: nothing to add), "dead" (every value clamps to
+//      -FLT_MAX in mask_logit2: nothing there survives the softmax of a row with any live key), "bits" (only 0 and
+//      dead values) or "values"; per part and row, a 64-bit word of live columns (what a "bits" tile reads instead
+//      of the mask: 8 bytes per row and part instead of 128).
 //   2. lists: one warp per query block of the kernel's shape (64 or 128 rows, 64- or 128-key tiles): a key tile
-//      is kept unless all its 64 x 64 parts are dead; a block with a row that is dead over the whole sequence
-//      keeps every tile (that row averages V over all keys, as the reference does).
-// The mask is read once (B * S^2 * 2 bytes: 134 MB at S = 8192, ~30 us); the attention then reads only the tiles
-// that are neither zero nor skipped.
+//      is kept unless all its parts are dead; a block with a row that is dead over the whole sequence keeps every
+//      tile (that row averages V over all keys, as the reference does).
+// The mask is read once, in 16-byte pieces whatever its alignment (B * S^2 * 2 bytes: 134 MB at S = 8192).
 #include <cuda_bf16.h>
 
 #include <cfloat>
@@ -23,14 +23,16 @@ namespace gk::gemma3 {
 namespace {
 
 constexpr const char* kOp = "gemma3_attention";
-constexpr int kPart = 64;  // rows and columns of a classified part
-enum : uint8_t { kZero = 0, kDead = 1, kMixed = 2 };
+constexpr int kPart = 64;          // rows and columns of a classified part
+constexpr int kGroupParts = 4;     // parts per classify CTA, side by side
+enum : uint8_t { kZero = 0, kDead = 1, kBits = 2, kValues = 3 };
 
 struct Scratch {
-  uint8_t* cls = nullptr;       // [B][parts_m][parts_n]
+  uint8_t* cls = nullptr;         // [B][parts_m][parts_n]
   uint64_t* live_rows = nullptr;  // same index; bit r: row r of the part has a live value
-  uint32_t* entries = nullptr;  // [B][query blocks][key tiles], sized for 64-row blocks and 64-key tiles
-  int* counts = nullptr;        // [B][query blocks]
+  uint64_t* bits = nullptr;       // [B][parts_m][parts_n][64]: live columns of each row
+  uint32_t* entries = nullptr;    // [B][query blocks][key tiles], sized for 64-row blocks and 64-key tiles
+  int* counts = nullptr;          // [B][query blocks]
   size_t bytes = 0;
 };
 
@@ -40,6 +42,7 @@ Scratch carve(void* base, int64_t batch, int64_t seq_len) {
   Scratch s;
   s.cls = w.take<uint8_t>(batch * parts * parts);
   s.live_rows = w.take<uint64_t>(batch * parts * parts);
+  s.bits = w.take<uint64_t>(batch * parts * parts * kPart);
   s.entries = w.take<uint32_t>(batch * parts * parts);
   s.counts = w.take<int>(batch * parts);
   s.bytes = w.bytes();
@@ -47,48 +50,110 @@ Scratch carve(void* base, int64_t batch, int64_t seq_len) {
 }
 
 struct ClassifyParams {
-  const __nv_bfloat16* mask;
-  int64_t batch_stride, row_stride;
-  int seq_len, parts;
+  const __nv_bfloat16* mask;  // contiguous [B][S][S]
+  int64_t elements;           // B * S * S
+  int seq_len, parts, groups;  // groups: ceil(parts / kGroupParts)
   uint8_t* cls;
   uint64_t* live_rows;
+  uint64_t* bits;
 };
 
-// grid (parts_n * B, parts_m): 256 threads, thread t reads column t % 64 of rows t / 64 + 4 i (each warp one
-// 64-byte row segment per load: coalesced for any row stride or alignment).
+__device__ __forceinline__ unsigned long long warp_or(unsigned long long x) {
+#pragma unroll
+  for (int d = 16; d > 0; d /= 2) x |= __shfl_xor_sync(0xffffffffu, x, d);
+  return x;
+}
+
+// grid (groups * B, parts_m), 256 threads: the CTA classifies kGroupParts parts side by side (64 rows x 256
+// columns); warp w takes rows w, w + 8, ... A row's 256 columns are read as the aligned 16-byte pieces that cover
+// them (33 at most: lane 0 takes a 33rd), elements outside the row's range ignored; a piece that would cross either
+// end of the tensor is read element by element.
 __global__ void __launch_bounds__(256) classify_kernel(const ClassifyParams p) {
-  const int pn = blockIdx.x % p.parts, b = blockIdx.x / p.parts, pm = blockIdx.y;
-  const int col = pn * kPart + threadIdx.x % kPart;
-  const int r0 = threadIdx.x / kPart;  // 0..3
-  const __nv_bfloat16* rows = p.mask + b * p.batch_stride;
-  __shared__ unsigned long long s_live;
-  if (threadIdx.x == 0) s_live = 0;
-  float v[kPart / 4];
-#pragma unroll
-  for (int i = 0; i < kPart / 4; ++i) {
-    const int row = pm * kPart + r0 + 4 * i;
-    // Positions past the sequence end do not exist: they count as zero and not live.
-    v[i] = (row < p.seq_len && col < p.seq_len) ? __bfloat162float(rows[int64_t(row) * p.row_stride + col]) : 0.f;
+  const int group = blockIdx.x % p.groups, b = blockIdx.x / p.groups, pm = blockIdx.y;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int c0 = group * kGroupParts * kPart, c1 = min(c0 + kGroupParts * kPart, p.seq_len);
+  const int n_parts = (c1 - c0 + kPart - 1) / kPart;
+  __shared__ unsigned s_flags[kGroupParts];             // bit 0: nonzero, 1: live, 2: neither 0 nor dead
+  __shared__ unsigned long long s_live[kGroupParts];    // rows with a live value
+  if (threadIdx.x < kGroupParts) {
+    s_flags[threadIdx.x] = 0;
+    s_live[threadIdx.x] = 0;
   }
-  __syncthreads();  // s_live initialized
-  bool all_zero = true, any_live = false;
-  unsigned long long live = 0;  // this warp's rows with a live value in its 32 columns
+  __syncthreads();
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(p.mask), hi = lo + uintptr_t(p.elements) * 2;
+  unsigned flags[kGroupParts] = {};
+  unsigned long long live_rows[kGroupParts] = {};
+  for (int r = warp; r < kPart; r += 8) {
+    const int row = pm * kPart + r;
+    if (row >= p.seq_len) break;
+    const __nv_bfloat16* row_ptr = p.mask + (int64_t(b) * p.seq_len + row) * p.seq_len;
+    const uintptr_t first = reinterpret_cast<uintptr_t>(row_ptr + c0) & ~uintptr_t(15);
+    const uintptr_t end = reinterpret_cast<uintptr_t>(row_ptr + c1);
+    unsigned long long words[kGroupParts] = {};
+    unsigned part_flags[kGroupParts] = {};
+    for (int piece = lane; first + 16u * piece < end; piece += 32) {
+      const uintptr_t addr = first + 16u * piece;
+      uint4 raw;
+      if (addr >= lo && addr + 16 <= hi) {
+        raw = *reinterpret_cast<const uint4*>(addr);
+      } else {
+        uint16_t h[8];
 #pragma unroll
-  for (int i = 0; i < kPart / 4; ++i) {
-    const int row = pm * kPart + r0 + 4 * i;
-    const bool exists = row < p.seq_len && col < p.seq_len;
-    const bool is_live = exists && mask_logit2(v[i]) > -FLT_MAX;
-    all_zero &= v[i] == 0.f;
-    any_live |= is_live;
-    if (__ballot_sync(0xffffffffu, is_live) != 0u) live |= 1ull << (r0 + 4 * i);
+        for (int e = 0; e < 8; ++e) {
+          const uintptr_t a = addr + 2 * e;
+          h[e] = (a >= lo && a + 2 <= hi) ? *reinterpret_cast<const uint16_t*>(a) : uint16_t(0);
+        }
+        raw = make_uint4(h[0] | uint32_t(h[1]) << 16, h[2] | uint32_t(h[3]) << 16, h[4] | uint32_t(h[5]) << 16,
+                         h[6] | uint32_t(h[7]) << 16);
+      }
+      const uint32_t packed[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const int64_t col = (int64_t(addr + 2 * e) - int64_t(reinterpret_cast<uintptr_t>(row_ptr))) / 2;
+        if (col < c0 || col >= c1) continue;
+        const float m = __uint_as_float((packed[e / 2] >> (16 * (e % 2))) << 16);  // bf16 -> fp32 is a shift
+        const bool live = mask_logit2(m) > -FLT_MAX;
+        const int part = static_cast<int>(col - c0) / kPart;
+        const unsigned f = (m != 0.f ? 1u : 0u) | (live ? 2u : 0u) | ((m != 0.f && live) ? 4u : 0u);
+        const unsigned long long bit = live ? 1ull << ((col - c0) % kPart) : 0ull;
+        // Constant indices keep the per-part accumulators in registers.
+#pragma unroll
+        for (int q = 0; q < kGroupParts; ++q) {
+          if (part == q) {
+            part_flags[q] |= f;
+            words[q] |= bit;
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < kGroupParts; ++q) {
+      if (q >= n_parts) break;  // warp-uniform
+      const unsigned long long w = warp_or(words[q]);
+      const unsigned f = __reduce_or_sync(0xffffffffu, part_flags[q]);
+      if (lane == 0) {
+        p.bits[((int64_t(b) * p.parts + pm) * p.parts + group * kGroupParts + q) * kPart + r] = w;
+        flags[q] |= f;
+        if (w != 0) live_rows[q] |= 1ull << r;
+      }
+    }
   }
-  if (threadIdx.x % 32 == 0 && live != 0) atomicOr(&s_live, live);
-  const bool zero = __syncthreads_and(all_zero);
-  const bool some_live = __syncthreads_or(any_live);
-  if (threadIdx.x == 0) {
-    const int64_t idx = (int64_t(b) * p.parts + pm) * p.parts + pn;
-    p.cls[idx] = zero ? kZero : (some_live ? kMixed : kDead);
-    p.live_rows[idx] = s_live;
+  if (lane == 0) {
+#pragma unroll
+    for (int q = 0; q < kGroupParts; ++q) {
+      if (q < n_parts) {
+        atomicOr(&s_flags[q], flags[q]);
+        atomicOr(&s_live[q], live_rows[q]);
+      }
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x < n_parts) {
+    const int q = threadIdx.x;
+    const unsigned f = s_flags[q];
+    const int64_t idx = (int64_t(b) * p.parts + pm) * p.parts + group * kGroupParts + q;
+    p.cls[idx] = !(f & 1u) ? kZero : !(f & 2u) ? kDead : !(f & 4u) ? kBits : kValues;
+    p.live_rows[idx] = s_live[q];
   }
 }
 
@@ -100,12 +165,6 @@ struct ListParams {
   int m_blocks, n_blocks;  // query blocks and key tiles of the kernel's shape
   int sub_m, sub_n;        // parts per query block (1 or 2) and per key tile (1 or 2)
 };
-
-__device__ __forceinline__ unsigned long long warp_or(unsigned long long x) {
-#pragma unroll
-  for (int d = 16; d > 0; d /= 2) x |= __shfl_xor_sync(0xffffffffu, x, d);
-  return x;
-}
 
 // One warp per (batch, query block).
 __global__ void __launch_bounds__(128) list_kernel(const ListParams p) {
@@ -131,23 +190,25 @@ __global__ void __launch_bounds__(128) list_kernel(const ListParams p) {
   for (int base = 0; base < p.n_blocks; base += 32) {
     const int nb = base + lane;
     bool keep = false;
-    uint32_t bits = 0;
+    uint32_t apply = 0;
     if (nb < p.n_blocks) {
       for (int h = 0; h < p.sub_m; ++h) {
         const int pm = mb * p.sub_m + h;
         if (pm >= p.parts) break;
+        uint32_t a = kMaskNone;
         for (int c = 0; c < p.sub_n; ++c) {
           const int pn = nb * p.sub_n + c;
           if (pn >= p.parts) break;
           const uint8_t cls = p.cls[(b_parts + pm) * p.parts + pn];
           keep |= cls != kDead;
-          if (cls != kZero) bits |= 1u << h;
+          a = max(a, cls == kZero ? kMaskNone : cls == kValues ? kMaskValues : kMaskBits);
         }
+        apply |= a << (2 * h);
       }
       keep |= dead_row;
     }
     const unsigned ballot = __ballot_sync(0xffffffffu, keep);
-    if (keep) entries[count + __popc(ballot & ((1u << lane) - 1u))] = (uint32_t(nb) << 2) | bits;
+    if (keep) entries[count + __popc(ballot & ((1u << lane) - 1u))] = (uint32_t(nb) << 4) | apply;
     count += __popc(ballot);
   }
   if (lane == 0) p.out.counts[warp] = count;
@@ -172,10 +233,21 @@ Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, cudaStream
   }
   const Scratch s = carve(p->mask_scratch, p->batch, p->seq_len);
 
-  ClassifyParams cp{p->mask, p->mask_batch_stride, p->mask_row_stride, p->seq_len, static_cast<int>(parts), s.cls,
-                    s.live_rows};
-  // parts * batch <= (S / 64 + 1) * batch, far below 2^31 under the layer's batch * S < 2^31.
-  classify_kernel<<<dim3(static_cast<unsigned>(parts * p->batch), static_cast<unsigned>(parts)), 256, 0, stream>>>(cp);
+  if (p->mask_row_stride != p->seq_len || p->mask_batch_stride != int64_t(p->seq_len) * p->seq_len) {
+    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: the mask tile classification takes a contiguous mask", kOp);
+  }
+  ClassifyParams cp{};
+  cp.mask = p->mask;
+  cp.elements = int64_t(p->batch) * p->seq_len * p->seq_len;
+  cp.seq_len = p->seq_len;
+  cp.parts = static_cast<int>(parts);
+  cp.groups = static_cast<int>((parts + kGroupParts - 1) / kGroupParts);
+  cp.cls = s.cls;
+  cp.live_rows = s.live_rows;
+  cp.bits = s.bits;
+  // groups * batch <= (S / 256 + 1) * batch, far below 2^31 under the layer's batch * S < 2^31.
+  classify_kernel<<<dim3(static_cast<unsigned>(cp.groups * int64_t(p->batch)), static_cast<unsigned>(parts)), 256, 0,
+                    stream>>>(cp);
   GK_RETURN_IF_ERROR(detail::check_launch(kOp, "mask classification launch"));
 
   ListParams lp{};
@@ -188,7 +260,7 @@ Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, cudaStream
   lp.n_blocks = (p->seq_len + block_n - 1) / block_n;
   lp.sub_m = block_m / kPart;
   lp.sub_n = block_n / kPart;
-  lp.out = {s.entries, s.counts, lp.n_blocks};
+  lp.out = {s.entries, s.counts, lp.n_blocks, s.bits, lp.parts};
   const int64_t warps = int64_t(p->batch) * lp.m_blocks;
   list_kernel<<<static_cast<unsigned>((warps + 3) / 4), 128, 0, stream>>>(lp);
   GK_RETURN_IF_ERROR(detail::check_launch(kOp, "mask tile list launch"));

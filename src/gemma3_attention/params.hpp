@@ -46,15 +46,25 @@ struct ProjGemmParams {
 
 enum class MaskMode : int { kCausal = 0, kAdditive = 1, kNone = 2 };
 
+// How a visited key tile applies the additive mask to one 64-row half of a query block.
+enum MaskApply : uint32_t {
+  kMaskNone = 0,    // every value 0: nothing to add
+  kMaskBits = 1,    // every value 0 or dead: the per-element live bits say which scores get -FLT_MAX
+  kMaskValues = 2,  // other values: read the mask itself
+};
+
 // Tile lists for the additive mask, built on the device per call (mask_tiles.cu) for the kernel's block shape:
-// for each (batch, query block), the key tiles to visit in ascending order, each entry (key tile << 2) | bits,
-// bit h set when the 64-row half h of the query block must add the mask (the tile is not all zeros there).
-// Key tiles whose values are all dead for every row of the block are left out, unless some row of the block is
-// dead everywhere: such a row averages V over all keys, so its block keeps every tile.
+// for each (batch, query block), the key tiles to visit in ascending order, each entry
+// (key tile << 4) | apply(rows 0-63) | apply(rows 64-127) << 2. Key tiles whose values are all dead for every row
+// of the block are left out, unless some row of the block is dead everywhere: such a row averages V over all
+// keys, so its block keeps every tile. `bits` holds, per 64 x 64 part of the mask, one 64-bit word per row
+// (bit j: column j is live), [batch][part rows][part columns][64].
 struct MaskTileLists {
   uint32_t* entries;  // [batch][query blocks][key tiles]
   int* counts;        // [batch][query blocks]
   int stride;         // entries per query block (key tiles of the sequence)
+  const uint64_t* bits;
+  int parts;          // 64-wide parts per side: ceil(S / 64)
 };
 
 // Attention over tensors laid out [B, S, heads, D] with arbitrary token/head/batch strides (elements).
