@@ -130,8 +130,7 @@ GK_API gk_status gk_gemma3_attention_forward(gk_handle_t handle, const gk_gemma3
  * ------------------------------------------------------------------------------------------------------- */
 typedef enum gk_precision {
   GK_PRECISION_TF32 = 0,  /* tensor cores on inputs rounded to nearest tf32; passes the official tolerance */
-  GK_PRECISION_EXACT = 1  /* fp32-level error: 3xTF32 (tf32 big + small parts) on tensor cores; the workspace
-                             then also holds the split operands, 12 * hidden * (B*S + 3*H*D) bytes */
+  GK_PRECISION_EXACT = 1  /* fp32-level error */
 } gk_precision;
 
 typedef struct gk_audio_qkv_config {

@@ -22,23 +22,6 @@ Status launch_qkv_gemm_tf32(const QkvGemmParams& params, cudaStream_t stream);
 // (within what the kernel can take).
 Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, bool* fused);
 
-// The exact mode's 3xTF32 operands (split_tf32.cu): each segment's [rows, k] fp32 source becomes [rows, 3k] in
-// dst, activations as [big | big | small], weights as [big | small | big], big and small rounded to nearest tf32.
-struct Split3xTf32Segment {
-  const float* src = nullptr;
-  float* dst = nullptr;
-  int64_t rows = 0;
-  bool weights = false;
-  int64_t end4 = 0;  // filled by the launch: cumulative float4 count
-};
-struct Split3xTf32Params {
-  static constexpr int kMaxSegments = 4;
-  Split3xTf32Segment seg[kMaxSegments];
-  int segments = 0;
-  int64_t k = 0;  // a multiple of 4
-};
-Status launch_split_3xtf32(const Split3xTf32Params& params, cudaStream_t stream);
-
 // In place on x[rows, heads*128]: each head -> x / sqrt(mean(x^2) + eps) * w. (The operator runs one launch for
 // q and one for k, each beside the next projection GEMM.)
 Status launch_head_rmsnorm(float* x, const float* w, int64_t rows, int heads, int head_dim, float eps,

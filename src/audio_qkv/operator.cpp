@@ -1,11 +1,10 @@
 // The audio QKV operator: contract checks and orchestration. tf32 mode on shapes whose tiles fit in one wave is
 // one fused Hopper kernel (projections on tf32 tensor cores with inputs rounded to nearest, norms in the epilogue:
-// qkv_gemm_sm90.cuh). Larger tf32 shapes and exact mode run three cuBLASLt fast-tf32 GEMMs (whose kernels round
-// their operands to nearest, as the GPU test AudioRounding checks; exact mode feeds them 3xTF32 split operands)
-// and normalize q and k in place beside the next GEMM.
+// qkv_gemm_sm90.cuh). Larger tf32 shapes and exact mode run three cuBLASLt GEMMs (fast-tf32, whose kernels round
+// their operands to nearest as the GPU test AudioRounding checks, or fp32 FMA) and normalize q and k in place
+// beside the next GEMM. (Exact mode by 3xTF32 through cuBLASLt was measured and dropped: docs/perf-log.md v5.)
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 
 #include "audio_qkv/kernels.hpp"
 #include "audio_qkv/params.hpp"
@@ -60,19 +59,15 @@ Status check_config(const AudioQkvConfig& c) {
 
 struct Layout {
   void* gemm_workspace = nullptr;
-  float* a3 = nullptr;  // exact mode: activations [M, 3 hidden] as [big | big | small]
-  float* w3 = nullptr;  // exact mode: Wq, Wk, Wv, each [H*D, 3 hidden] as [big | small | big]
   size_t bytes = 0;
 };
 
-Layout carve(const AudioQkvConfig& c, void* base) {
+// The operator needs only cuBLASLt's workspace; the config stays in the signature so workspace size and carving
+// cannot drift apart when a variant needs staging again.
+Layout carve(const AudioQkvConfig& /*config*/, void* base) {
   detail::WorkspaceCarver w(base);
   Layout l;
   l.gemm_workspace = w.take_bytes(detail::kGemmWorkspaceBytes);
-  if (c.precision == GK_PRECISION_EXACT) {
-    l.a3 = w.take<float>(c.batch * c.seq_len * 3 * c.hidden);
-    l.w3 = w.take<float>(3 * c.num_heads * c.head_dim * 3 * c.hidden);
-  }
   l.bytes = w.bytes();
   return l;
 }
@@ -145,29 +140,9 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
 
   const void* hidden = t.hidden_states.data;
   const void* weights[3] = {t.q_proj_weight.data, t.k_proj_weight.data, t.v_proj_weight.data};
-  // tf32: the inputs as given (cuBLASLt's fast-tf32 kernels round them to nearest). exact: 3xTF32, the operands
-  // split into tf32 big and small parts along a 3x longer K (split_tf32.cu), which the same kernels take as they
-  // are (already tf32) and accumulate in fp32: fp32-level error at tensor-core speed.
-  int64_t k = c.hidden;
-  if (c.precision == GK_PRECISION_EXACT) {
-    audio::Split3xTf32Params sp;
-    sp.k = c.hidden;
-    sp.segments = 4;
-    sp.seg[0] = {static_cast<const float*>(hidden), ws.a3, rows, false};
-    for (int i = 0; i < 3; ++i) {
-      float* w3 = ws.w3 + i * n * 3 * c.hidden;
-      sp.seg[1 + i] = {static_cast<const float*>(weights[i]), w3, n, true};
-      weights[i] = w3;
-    }
-    GK_RETURN_IF_ERROR(audio::launch_split_3xtf32(sp, stream));
-    hidden = ws.a3;
-    k = 3 * c.hidden;
-  }
-  const detail::GemmShape shape{rows, n, k, k, k, n, detail::GemmKind::kF32FastTf32};
-  static const int exact_chunks = [] {
-    const char* e = std::getenv("GK_EXACT_CHUNKS");
-    return e ? std::atoi(e) : 0;
-  }();
+  const detail::GemmKind kind =
+      c.precision == GK_PRECISION_TF32 ? detail::GemmKind::kF32FastTf32 : detail::GemmKind::kF32;
+  const detail::GemmShape shape{rows, n, c.hidden, c.hidden, c.hidden, n, kind};
   void* outs[3] = {t.query_states.data, t.key_states.data, t.value_states.data};
   const float* norm_w[2] = {static_cast<const float*>(t.q_norm_weight.data),
                             static_cast<const float*>(t.k_norm_weight.data)};
@@ -175,22 +150,8 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
   // Each norm (memory-bound) runs on the handle's side stream beside the next projection (compute-bound).
   detail::SideScope side(handle->side, kOp, stream);
   for (int i = 0; i < 3; ++i) {
-    if (c.precision == GK_PRECISION_EXACT && exact_chunks > 0) {
-      const int64_t h = c.hidden, chunk = h / exact_chunks;
-      const detail::GemmShape corr{rows, n, 2 * h, k, k, n, detail::GemmKind::kF32FastTf32};
-      GK_RETURN_IF_ERROR(handle->gemm.run(names[i], corr, hidden, weights[i], outs[i], ws.gemm_workspace,
-                                          detail::kGemmWorkspaceBytes, stream));
-      const detail::GemmShape part{rows, n, chunk, k, k, n, detail::GemmKind::kF32FastTf32};
-      for (int ch = 0; ch < exact_chunks; ++ch) {
-        const int64_t off = 2 * h + ch * chunk;
-        GK_RETURN_IF_ERROR(handle->gemm.run(names[i], part, static_cast<const float*>(hidden) + off,
-                                            static_cast<const float*>(weights[i]) + off, outs[i], ws.gemm_workspace,
-                                            detail::kGemmWorkspaceBytes, stream, /*accumulate=*/true));
-      }
-    } else {
-      GK_RETURN_IF_ERROR(handle->gemm.run(names[i], shape, hidden, weights[i], outs[i], ws.gemm_workspace,
-                                          detail::kGemmWorkspaceBytes, stream));
-    }
+    GK_RETURN_IF_ERROR(handle->gemm.run(names[i], shape, hidden, weights[i], outs[i], ws.gemm_workspace,
+                                        detail::kGemmWorkspaceBytes, stream));
     if (i < 2) {
       GK_RETURN_IF_ERROR(side.fork());
       GK_RETURN_IF_ERROR(audio::launch_head_rmsnorm(static_cast<float*>(outs[i]), norm_w[i], rows,

@@ -81,7 +81,8 @@ Status GemmRunner::get_plan(const char* what, const GemmShape& shape, const Plan
   }
   auto plan = std::make_shared<Plan>();
   const cudaDataType io = shape.kind == GemmKind::kBf16 ? CUDA_R_16BF : CUDA_R_32F;
-  const cublasComputeType_t compute = shape.kind == GemmKind::kBf16 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
+  const cublasComputeType_t compute =
+      shape.kind == GemmKind::kF32FastTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   GK_LT_TRY(cublasLtMatmulDescCreate(&plan->op, compute, CUDA_R_32F), what);
   const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
   GK_LT_TRY(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a)), what);
@@ -120,12 +121,12 @@ Status GemmRunner::get_plan(const char* what, const GemmShape& shape, const Plan
 }
 
 Status GemmRunner::run(const char* what, const GemmShape& shape_in, const void* a, const void* b, void* c,
-                       void* workspace, size_t workspace_bytes, cudaStream_t stream, bool accumulate) {
+                       void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   GemmShape shape = shape_in;
   shape.alignment = common_alignment(a, b, c);
   const Plan* plan = nullptr;
   GK_RETURN_IF_ERROR(get_plan(what, shape, &plan));
-  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  const float alpha = 1.0f, beta = 0.0f;
   GK_LT_TRY(cublasLtMatmul(lt_, plan->op, &alpha, b, plan->a, a, plan->b, &beta, c, plan->c, c, plan->c,
                            &plan->algo, workspace, workspace_bytes, stream),
             what);

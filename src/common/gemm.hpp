@@ -19,6 +19,7 @@ namespace gk::detail {
 
 enum class GemmKind : int {
   kBf16,        // bf16 in, bf16 out, fp32 accumulate
+  kF32,         // fp32 in/out, fp32 FMA (exact)
   kF32FastTf32  // fp32 in/out on tf32 tensor cores (cuBLASLt rounds the inputs to nearest tf32)
 };
 
@@ -43,10 +44,9 @@ class GemmRunner {
   GemmRunner& operator=(const GemmRunner&) = delete;
 
   Status init();
-  // `what` names the GEMM in error messages, e.g. "gemma3_attention: q projection". With `accumulate`, C += A B^T
-  // (the fp32 epilogue adds the product to what C holds).
+  // `what` names the GEMM in error messages, e.g. "gemma3_attention: q projection".
   Status run(const char* what, const GemmShape& shape, const void* a, const void* b, void* c, void* workspace,
-             size_t workspace_bytes, cudaStream_t stream, bool accumulate = false);
+             size_t workspace_bytes, cudaStream_t stream);
 
  private:
   struct Plan;

@@ -58,12 +58,6 @@ struct ClassifyParams {
   uint64_t* bits;
 };
 
-__device__ __forceinline__ unsigned long long warp_or(unsigned long long x) {
-#pragma unroll
-  for (int d = 16; d > 0; d /= 2) x |= __shfl_xor_sync(0xffffffffu, x, d);
-  return x;
-}
-
 // grid (groups * B, parts_m), 256 threads: the CTA classifies kGroupParts parts side by side (64 rows x 256
 // columns); warp w takes rows w, w + 8, ... A row's 256 columns are read as the aligned 16-byte pieces that cover
 // them (33 at most: lane 0 takes a 33rd), elements outside the row's range ignored; a piece that would cross either
@@ -81,55 +75,87 @@ __global__ void __launch_bounds__(256) classify_kernel(const ClassifyParams p) {
   }
   __syncthreads();
   const uintptr_t lo = reinterpret_cast<uintptr_t>(p.mask), hi = lo + uintptr_t(p.elements) * 2;
+  // A row's 16-byte piece: vector load where it lies inside the tensor, else element by element (zeros outside).
+  const auto load_piece = [&](uintptr_t addr) {
+    if (addr >= lo && addr + 16 <= hi) return *reinterpret_cast<const uint4*>(addr);
+    uint32_t h[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const uintptr_t a = addr + 2 * e;
+      h[e] = (a >= lo && a + 2 <= hi) ? *reinterpret_cast<const uint16_t*>(a) : 0u;
+    }
+    return make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
+  };
+  const auto row_ptr = [&](int r) { return p.mask + (int64_t(b) * p.seq_len + pm * kPart + r) * p.seq_len; };
+  const auto first_piece = [&](int r) { return reinterpret_cast<uintptr_t>(row_ptr(r) + c0) & ~uintptr_t(15); };
+
+  // All of the warp's loads first (a row's 33rd piece, when its range is misaligned, is read with the row), so
+  // eight 16-byte loads per thread are in flight instead of one.
+  constexpr int kRowsPerWarp = kPart / 8;
+  const int rows_here = min(kPart, p.seq_len - pm * kPart);
+  uint4 raw[kRowsPerWarp];
+#pragma unroll
+  for (int i = 0; i < kRowsPerWarp; ++i) {
+    const int r = warp + 8 * i;
+    raw[i] = make_uint4(0, 0, 0, 0);
+    if (r < rows_here) {
+      const uintptr_t addr = first_piece(r) + 16u * lane;
+      if (addr < reinterpret_cast<uintptr_t>(row_ptr(r) + c1)) raw[i] = load_piece(addr);
+    }
+  }
+
   unsigned flags[kGroupParts] = {};
   unsigned long long live_rows[kGroupParts] = {};
-  for (int r = warp; r < kPart; r += 8) {
-    const int row = pm * kPart + r;
-    if (row >= p.seq_len) break;
-    const __nv_bfloat16* row_ptr = p.mask + (int64_t(b) * p.seq_len + row) * p.seq_len;
-    const uintptr_t first = reinterpret_cast<uintptr_t>(row_ptr + c0) & ~uintptr_t(15);
-    const uintptr_t end = reinterpret_cast<uintptr_t>(row_ptr + c1);
+#pragma unroll
+  for (int i = 0; i < kRowsPerWarp; ++i) {
+    const int r = warp + 8 * i;
+    if (r >= rows_here) break;  // warp-uniform
+    const uintptr_t row_addr = reinterpret_cast<uintptr_t>(row_ptr(r)), first = first_piece(r);
+    const uintptr_t end = reinterpret_cast<uintptr_t>(row_ptr(r) + c1);
     unsigned long long words[kGroupParts] = {};
     unsigned part_flags[kGroupParts] = {};
-    for (int piece = lane; first + 16u * piece < end; piece += 32) {
-      const uintptr_t addr = first + 16u * piece;
-      uint4 raw;
-      if (addr >= lo && addr + 16 <= hi) {
-        raw = *reinterpret_cast<const uint4*>(addr);
-      } else {
-        uint16_t h[8];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          const uintptr_t a = addr + 2 * e;
-          h[e] = (a >= lo && a + 2 <= hi) ? *reinterpret_cast<const uint16_t*>(a) : uint16_t(0);
-        }
-        raw = make_uint4(h[0] | uint32_t(h[1]) << 16, h[2] | uint32_t(h[3]) << 16, h[4] | uint32_t(h[5]) << 16,
-                         h[6] | uint32_t(h[7]) << 16);
-      }
-      const uint32_t packed[4] = {raw.x, raw.y, raw.z, raw.w};
+    // Folds one piece into the per-part flags (bit 0: nonzero, 1: live, 2: live and nonzero) and live words.
+    const auto fold = [&](uint4 v, uintptr_t addr) {
+      const int rel0 = static_cast<int>((static_cast<int64_t>(addr) - static_cast<int64_t>(row_addr)) / 2) - c0;
+      const uint32_t packed[4] = {v.x, v.y, v.z, v.w};
+      // A piece spans at most two parts: the one of its first in-range element, and the next from element `split`.
+      const int part = max(rel0, 0) / kPart, split = (part + 1) * kPart - rel0;
+      unsigned f_lo = 0, f_hi = 0, live8 = 0;
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
-        const int64_t col = (int64_t(addr + 2 * e) - int64_t(reinterpret_cast<uintptr_t>(row_ptr))) / 2;
-        if (col < c0 || col >= c1) continue;
         const float m = __uint_as_float((packed[e / 2] >> (16 * (e % 2))) << 16);  // bf16 -> fp32 is a shift
-        const bool live = mask_logit2(m) > -FLT_MAX;
-        const int part = static_cast<int>(col - c0) / kPart;
-        const unsigned f = (m != 0.f ? 1u : 0u) | (live ? 2u : 0u) | ((m != 0.f && live) ? 4u : 0u);
-        const unsigned long long bit = live ? 1ull << ((col - c0) % kPart) : 0ull;
-        // Constant indices keep the per-part accumulators in registers.
-#pragma unroll
-        for (int q = 0; q < kGroupParts; ++q) {
-          if (part == q) {
-            part_flags[q] |= f;
-            words[q] |= bit;
-          }
+        const bool live = mask_logit2(m) > -FLT_MAX, valid = rel0 + e >= 0 && rel0 + e < c1 - c0;
+        const unsigned f = valid ? (m != 0.f ? 1u : 0u) | (live ? 2u : 0u) | ((m != 0.f && live) ? 4u : 0u) : 0u;
+        if (e < split) {
+          f_lo |= f;
+        } else {
+          f_hi |= f;
         }
+        live8 |= (valid && live ? 1u : 0u) << e;
       }
-    }
+      const unsigned long long lo_bits = split >= 8 ? live8 : live8 & ((1u << split) - 1u);
+      const unsigned long long lo_word =
+          rel0 >= part * kPart ? lo_bits << (rel0 - part * kPart) : lo_bits >> (part * kPart - rel0);
+      const unsigned long long hi_word = split < 8 ? static_cast<unsigned long long>(live8 >> split) : 0ull;
+      if (split >= 8) f_hi = 0;
+      // Selected by masks rather than branches, which the compiler would fold into a dynamic index (local memory).
+#pragma unroll
+      for (int q = 0; q < kGroupParts; ++q) {
+        const unsigned is_lo = 0u - static_cast<unsigned>(q == part), is_hi = 0u - static_cast<unsigned>(q == part + 1);
+        const unsigned long long lo64 = 0ull - static_cast<unsigned long long>(q == part);
+        const unsigned long long hi64 = 0ull - static_cast<unsigned long long>(q == part + 1);
+        part_flags[q] |= (f_lo & is_lo) | (f_hi & is_hi);
+        words[q] |= (lo_word & lo64) | (hi_word & hi64);
+      }
+    };
+    fold(raw[i], first + 16u * lane);
+    if (lane == 0 && first + 16u * 32 < end) fold(load_piece(first + 16u * 32), first + 16u * 32);
 #pragma unroll
     for (int q = 0; q < kGroupParts; ++q) {
-      if (q >= n_parts) break;  // warp-uniform
-      const unsigned long long w = warp_or(words[q]);
+      if (q >= n_parts) continue;  // warp-uniform
+      const unsigned long long w =
+          __reduce_or_sync(0xffffffffu, static_cast<unsigned>(words[q])) |
+          static_cast<unsigned long long>(__reduce_or_sync(0xffffffffu, static_cast<unsigned>(words[q] >> 32))) << 32;
       const unsigned f = __reduce_or_sync(0xffffffffu, part_flags[q]);
       if (lane == 0) {
         p.bits[((int64_t(b) * p.parts + pm) * p.parts + group * kGroupParts + q) * kPart + r] = w;
@@ -179,7 +205,8 @@ __global__ void __launch_bounds__(128) list_kernel(const ListParams p) {
     if (pm >= p.parts) break;
     unsigned long long live = 0;
     for (int pn = lane; pn < p.parts; pn += 32) live |= p.live_rows[(b_parts + pm) * p.parts + pn];
-    live = warp_or(live);
+    live = __reduce_or_sync(0xffffffffu, static_cast<unsigned>(live)) |
+           static_cast<unsigned long long>(__reduce_or_sync(0xffffffffu, static_cast<unsigned>(live >> 32))) << 32;
     const int rows = min(kPart, p.seq_len - pm * kPart);
     const unsigned long long valid = rows == kPart ? ~0ull : (1ull << rows) - 1;
     dead_row |= (live & valid) != valid;
