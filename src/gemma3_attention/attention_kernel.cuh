@@ -143,7 +143,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
     const bool edge = (n0 + kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + kBlockN - 1 > m0);
     scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, row0, n0, lane, edge,
                                                kt.mask);
-    softmax.update<kNTiles, kDTiles>(acc_s, acc_o);
+    softmax.update<kNTiles, kDTiles>(acc_s, acc_o, logit_scale<kSoftcap, kMask>(p));
 
     if (has_next) {
       device::cp_async_wait<1>();

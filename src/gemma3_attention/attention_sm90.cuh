@@ -207,6 +207,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
   // alternation carries over from one work tile to the next.
   constexpr int kSchedThreads = 2 * 128;
   const int my_turn = 1 + half_block, other_turn = 2 - half_block;
+  const float scale = logit_scale<kSoftcap, kMask>(p);
   if (half_block == 1) device::named_barrier_arrive(other_turn, kSchedThreads);  // the first half goes first
 
   int g0 = 0;  // K/V tiles consumed before this work tile
@@ -249,7 +250,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     after_qk(0);
     float alpha[2];
     logits(first);
-    softmax.exponentiate(acc_s, alpha);  // the output is still zero: nothing to rescale
+    softmax.exponentiate(acc_s, alpha, scale);  // the output is still zero: nothing to rescale
     pack_p(acc_s, p_frag);
 
     for (int nb = 1; nb < n_blocks; ++nb) {
@@ -262,7 +263,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
       device::fence_accumulators(acc_s);
       after_qk(nb);
       logits(kt);
-      softmax.exponentiate(acc_s, alpha);
+      softmax.exponentiate(acc_s, alpha, scale);
       device::wgmma_wait<0>();
       device::fence_accumulators(acc_o);
       release(v_empty(stage(g0 + nb - 1)));

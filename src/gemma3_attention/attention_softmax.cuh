@@ -89,9 +89,12 @@ __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const A
   for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
+      // Without an additive mask the last scale (cap * log2 e, or scale * log2 e) is left to the softmax, which
+      // folds it into the FFMA that subtracts the running max (logit_scale<kSoftcap, kMask>).
       if constexpr (kSoftcap) {
-        s[nt][e] = p.softcap_out * device::tanh_approx(s[nt][e] * p.softcap_in);
-      } else {
+        const float t = device::tanh_approx(s[nt][e] * p.softcap_in);
+        s[nt][e] = kMask == MaskMode::kAdditive ? p.softcap_out * t : t;
+      } else if constexpr (kMask == MaskMode::kAdditive) {
         s[nt][e] *= p.scale_log2;
       }
     }
@@ -116,6 +119,13 @@ __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const A
   }
 }
 
+// The factor the softmax still applies to what scores_to_logits left (1 where it produced base-2 logits).
+template <bool kSoftcap, MaskMode kMask>
+__device__ __forceinline__ float logit_scale(const AttentionParams& p) {
+  if constexpr (kMask == MaskMode::kAdditive) return 1.f;
+  return kSoftcap ? p.softcap_out : p.scale_log2;
+}
+
 struct OnlineSoftmax {
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.f, 0.f};  // this thread's columns only; the quad is summed in finalize()
@@ -123,9 +133,9 @@ struct OnlineSoftmax {
   // Rescales the running output by exp2(old_max - new_max) and turns the logits in `s` into probabilities
   // relative to the new running max.
   template <int kNTiles, int kDTiles>
-  __device__ __forceinline__ void update(float (&s)[kNTiles][4], float (&acc_o)[kDTiles][4]) {
+  __device__ __forceinline__ void update(float (&s)[kNTiles][4], float (&acc_o)[kDTiles][4], float scale) {
     float alpha[2];
-    exponentiate(s, alpha);
+    exponentiate(s, alpha, scale);
     rescale(acc_o, alpha);
   }
 
@@ -133,7 +143,9 @@ struct OnlineSoftmax {
   // running output still has to be multiplied by (split out so the output can be rescaled after an in-flight
   // P*V that accumulates into it has finished).
   template <int kNTiles>
-  __device__ __forceinline__ void exponentiate(float (&s)[kNTiles][4], float (&alpha)[2]) {
+  // `s` holds base-2 logits divided by `scale` (> 0), which the subtraction of the max applies in one FFMA; the
+  // running max is kept in the same units.
+  __device__ __forceinline__ void exponentiate(float (&s)[kNTiles][4], float (&alpha)[2], float scale) {
     float mx[2] = {row_max[0], row_max[1]};
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
@@ -146,7 +158,8 @@ struct OnlineSoftmax {
       mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
       mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
       ref[i] = mx[i] == -INFINITY ? 0.f : mx[i];  // a row with nothing visible yet: avoid (-inf) - (-inf)
-      alpha[i] = device::ex2_approx(row_max[i] - ref[i]);
+      alpha[i] = device::ex2_approx((row_max[i] - ref[i]) * scale);
+      ref[i] *= -scale;
       row_max[i] = mx[i];
       row_sum[i] *= alpha[i];
     }
@@ -154,7 +167,7 @@ struct OnlineSoftmax {
     for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        s[nt][e] = device::ex2_approx(s[nt][e] - ref[e >> 1]);
+        s[nt][e] = device::ex2_approx(fmaf(s[nt][e], scale, ref[e >> 1]));
         row_sum[e >> 1] += s[nt][e];
       }
     }
