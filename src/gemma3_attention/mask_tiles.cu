@@ -7,7 +7,7 @@
 //   2. lists: one warp per query block of the kernel's shape (64 or 128 rows, 64- or 128-key tiles): a key tile
 //      is kept unless all its parts are dead; a block with a row that is dead over the whole sequence keeps every
 //      tile (that row averages V over all keys, as the reference does).
-// The mask is read once, in 16-byte pieces whatever its alignment (B * S^2 * 2 bytes: 134 MB at S = 8192).
+// The mask is read once (B * S^2 * 2 bytes: 134 MB at S = 8192).
 #include <cuda_bf16.h>
 
 #include <cfloat>
@@ -51,144 +51,56 @@ Scratch carve(void* base, int64_t batch, int64_t seq_len) {
 
 struct ClassifyParams {
   const __nv_bfloat16* mask;  // contiguous [B][S][S]
-  int64_t elements;           // B * S * S
   int seq_len, parts, groups;  // groups: ceil(parts / kGroupParts)
   uint8_t* cls;
   uint64_t* live_rows;
   uint64_t* bits;
 };
 
-// A 16-byte piece that crosses an end of the tensor, element by element (zeros outside). Out of line: it runs at
-// most twice per call, and inlined at every load site it bloats the kernel.
-__device__ __noinline__ uint4 load_piece_edge(uintptr_t addr, uintptr_t lo, uintptr_t hi) {
-  uint32_t w[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    uint32_t x = 0;
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const uintptr_t a = addr + 4 * j + 2 * e;
-      if (a >= lo && a + 2 <= hi) x |= uint32_t(*reinterpret_cast<const uint16_t*>(a)) << (16 * e);
-    }
-    w[j] = x;
-  }
-  return make_uint4(w[0], w[1], w[2], w[3]);
-}
-
 // grid (groups * B, parts_m), 256 threads: the CTA classifies kGroupParts parts side by side (64 rows x 256
-// columns); warp w takes rows w, w + 8, ... A row's 256 columns are read as the aligned 16-byte pieces that cover
-// them (33 at most: lane 0 takes a 33rd), elements outside the row's range ignored; a piece that would cross either
-// end of the tensor is read element by element.
+// columns). Warp w owns columns 32 w .. 32 w + 31 of the group (half of part w / 2), so a ballot over its lanes is
+// half of a row's live word. Each thread issues all 64 of its 2-byte loads before using any: element loads need no
+// alignment (rows of an odd-length mask start anywhere), and 64 in flight per thread keep the memory busy.
 __global__ void __launch_bounds__(256) classify_kernel(const ClassifyParams p) {
+  constexpr int kCols = kGroupParts * kPart;
   const int group = blockIdx.x % p.groups, b = blockIdx.x / p.groups, pm = blockIdx.y;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int c0 = group * kGroupParts * kPart, c1 = min(c0 + kGroupParts * kPart, p.seq_len);
-  const int n_parts = (c1 - c0 + kPart - 1) / kPart;
-  __shared__ unsigned s_flags[kGroupParts];             // bit 0: nonzero, 1: live, 2: neither 0 nor dead
-  __shared__ unsigned long long s_live[kGroupParts];    // rows with a live value
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, part = warp / 2, half = warp % 2;
+  const int col = group * kCols + static_cast<int>(threadIdx.x);
+  const int rows = min(kPart, p.seq_len - pm * kPart);
+  const bool col_ok = col < p.seq_len;
+  __shared__ unsigned s_flags[kGroupParts];           // bit 0: nonzero, 1: live, 2: live and nonzero
+  __shared__ unsigned long long s_live[kGroupParts];  // rows with a live value
   if (threadIdx.x < kGroupParts) {
     s_flags[threadIdx.x] = 0;
     s_live[threadIdx.x] = 0;
   }
-  __syncthreads();
-  const uintptr_t lo = reinterpret_cast<uintptr_t>(p.mask), hi = lo + uintptr_t(p.elements) * 2;
-  // A row's 16-byte piece: vector load where it lies inside the tensor, else element by element (zeros outside).
-  const auto load_piece = [&](uintptr_t addr) {
-    if (addr >= lo && addr + 16 <= hi) return *reinterpret_cast<const uint4*>(addr);
-    return load_piece_edge(addr, lo, hi);
-  };
-  const auto row_ptr = [&](int r) { return p.mask + (int64_t(b) * p.seq_len + pm * kPart + r) * p.seq_len; };
-  const auto first_piece = [&](int r) { return reinterpret_cast<uintptr_t>(row_ptr(r) + c0) & ~uintptr_t(15); };
+  const uint16_t* src = reinterpret_cast<const uint16_t*>(p.mask) + (int64_t(b) * p.seq_len + pm * kPart) * p.seq_len + col;
+  uint16_t v[kPart];
+#pragma unroll
+  for (int r = 0; r < kPart; ++r) v[r] = (col_ok && r < rows) ? src[int64_t(r) * p.seq_len] : uint16_t(0);
+  __syncthreads();  // shared flags initialized
 
-  // All of the warp's loads first, parked in shared memory (a row's 33rd piece, when its range is misaligned, is
-  // read with the row): eight 16-byte loads per thread in flight instead of one, and the processing loop stays
-  // rolled up (unrolled, the kernel's code outgrew the instruction cache: ~15 us of fixed cost per call).
-  constexpr int kRowsPerWarp = kPart / 8;
-  const int rows_here = min(kPart, p.seq_len - pm * kPart);
-  __shared__ uint4 s_raw[8][kRowsPerWarp][32];
+  unsigned flags = 0;
+  unsigned long long live_rows = 0;
+  uint32_t* words = reinterpret_cast<uint32_t*>(p.bits + ((int64_t(b) * p.parts + pm) * p.parts + group * kGroupParts + part) * kPart);
+  const bool part_exists = group * kGroupParts + part < p.parts;
 #pragma unroll
-  for (int i = 0; i < kRowsPerWarp; ++i) {
-    const int r = warp + 8 * i;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (r < rows_here) {
-      const uintptr_t addr = first_piece(r) + 16u * lane;
-      if (addr < reinterpret_cast<uintptr_t>(row_ptr(r) + c1)) v = load_piece(addr);
-    }
-    s_raw[warp][i][lane] = v;
+  for (int r = 0; r < kPart; ++r) {
+    const float m = __uint_as_float(uint32_t(v[r]) << 16);  // bf16 -> fp32 is a shift
+    const bool exists = col_ok && r < rows;
+    const bool live = exists && mask_logit2(m) > -FLT_MAX, nonzero = exists && m != 0.f;
+    flags |= (nonzero ? 1u : 0u) | (live ? 2u : 0u) | (nonzero && live ? 4u : 0u);
+    const unsigned ballot = __ballot_sync(0xffffffffu, live);
+    if (lane == 0 && part_exists && r < rows) words[2 * r + half] = ballot;  // little-endian halves of the word
+    live_rows |= static_cast<unsigned long long>(ballot != 0u) << r;
   }
-  __syncwarp();
-
-  unsigned flags[kGroupParts] = {};
-  unsigned long long live_rows[kGroupParts] = {};
-#pragma unroll 1
-  for (int i = 0; i < kRowsPerWarp; ++i) {
-    const int r = warp + 8 * i;
-    if (r >= rows_here) break;  // warp-uniform
-    const uintptr_t row_addr = reinterpret_cast<uintptr_t>(row_ptr(r)), first = first_piece(r);
-    const uintptr_t end = reinterpret_cast<uintptr_t>(row_ptr(r) + c1);
-    unsigned long long words[kGroupParts] = {};
-    unsigned part_flags[kGroupParts] = {};
-    // Folds one piece into the per-part flags (bit 0: nonzero, 1: live, 2: live and nonzero) and live words.
-    const auto fold = [&](uint4 v, uintptr_t addr) {
-      const int rel0 = static_cast<int>((static_cast<int64_t>(addr) - static_cast<int64_t>(row_addr)) / 2) - c0;
-      const uint32_t packed[4] = {v.x, v.y, v.z, v.w};
-      // A piece spans at most two parts: the one of its first in-range element, and the next from element `split`.
-      const int part = max(rel0, 0) / kPart, split = (part + 1) * kPart - rel0;
-      unsigned f_lo = 0, f_hi = 0, live8 = 0;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const float m = __uint_as_float((packed[e / 2] >> (16 * (e % 2))) << 16);  // bf16 -> fp32 is a shift
-        const bool live = mask_logit2(m) > -FLT_MAX, valid = rel0 + e >= 0 && rel0 + e < c1 - c0;
-        const unsigned f = valid ? (m != 0.f ? 1u : 0u) | (live ? 2u : 0u) | ((m != 0.f && live) ? 4u : 0u) : 0u;
-        if (e < split) {
-          f_lo |= f;
-        } else {
-          f_hi |= f;
-        }
-        live8 |= (valid && live ? 1u : 0u) << e;
-      }
-      const unsigned long long lo_bits = split >= 8 ? live8 : live8 & ((1u << split) - 1u);
-      const unsigned long long lo_word =
-          rel0 >= part * kPart ? lo_bits << (rel0 - part * kPart) : lo_bits >> (part * kPart - rel0);
-      const unsigned long long hi_word = split < 8 ? static_cast<unsigned long long>(live8 >> split) : 0ull;
-      if (split >= 8) f_hi = 0;
-      // Selected by masks rather than branches, which the compiler would fold into a dynamic index (local memory).
-#pragma unroll
-      for (int q = 0; q < kGroupParts; ++q) {
-        const unsigned is_lo = 0u - static_cast<unsigned>(q == part), is_hi = 0u - static_cast<unsigned>(q == part + 1);
-        const unsigned long long lo64 = 0ull - static_cast<unsigned long long>(q == part);
-        const unsigned long long hi64 = 0ull - static_cast<unsigned long long>(q == part + 1);
-        part_flags[q] |= (f_lo & is_lo) | (f_hi & is_hi);
-        words[q] |= (lo_word & lo64) | (hi_word & hi64);
-      }
-    };
-    fold(s_raw[warp][i][lane], first + 16u * lane);
-    if (lane == 0 && first + 16u * 32 < end) fold(load_piece(first + 16u * 32), first + 16u * 32);
-#pragma unroll
-    for (int q = 0; q < kGroupParts; ++q) {
-      if (q >= n_parts) continue;  // warp-uniform
-      const unsigned long long w =
-          __reduce_or_sync(0xffffffffu, static_cast<unsigned>(words[q])) |
-          static_cast<unsigned long long>(__reduce_or_sync(0xffffffffu, static_cast<unsigned>(words[q] >> 32))) << 32;
-      const unsigned f = __reduce_or_sync(0xffffffffu, part_flags[q]);
-      if (lane == 0) {
-        p.bits[((int64_t(b) * p.parts + pm) * p.parts + group * kGroupParts + q) * kPart + r] = w;
-        flags[q] |= f;
-        if (w != 0) live_rows[q] |= 1ull << r;
-      }
-    }
-  }
-  if (lane == 0) {
-#pragma unroll
-    for (int q = 0; q < kGroupParts; ++q) {
-      if (q < n_parts) {
-        atomicOr(&s_flags[q], flags[q]);
-        atomicOr(&s_live[q], live_rows[q]);
-      }
-    }
+  flags = __reduce_or_sync(0xffffffffu, flags);
+  if (lane == 0 && part_exists) {
+    atomicOr(&s_flags[part], flags);
+    atomicOr(&s_live[part], live_rows);
   }
   __syncthreads();
-  if (threadIdx.x < n_parts) {
+  if (threadIdx.x < kGroupParts && group * kGroupParts + static_cast<int>(threadIdx.x) < p.parts) {
     const int q = threadIdx.x;
     const unsigned f = s_flags[q];
     const int64_t idx = (int64_t(b) * p.parts + pm) * p.parts + group * kGroupParts + q;
@@ -279,7 +191,6 @@ Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, cudaStream
   }
   ClassifyParams cp{};
   cp.mask = p->mask;
-  cp.elements = int64_t(p->batch) * p->seq_len * p->seq_len;
   cp.seq_len = p->seq_len;
   cp.parts = static_cast<int>(parts);
   cp.groups = static_cast<int>((parts + kGroupParts - 1) / kGroupParts);
