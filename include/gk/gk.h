@@ -79,7 +79,10 @@ GK_API const char* gk_status_string(gk_status status);
  * ------------------------------------------------------------------------------------------------------- */
 typedef enum gk_mask_mode {
   GK_MASK_CAUSAL = 0,   /* key j visible to query i iff j <= i; attention_mask is not read */
-  GK_MASK_ADDITIVE = 1, /* attention_mask bf16 [B,1,S,S] is added to the capped scores as given */
+  GK_MASK_ADDITIVE = 1, /* attention_mask bf16 [B,1,S,S] is added to the capped scores as given; values at or
+                           below about -2.36e38 (and -inf, NaN) count as masked out, and a row masked everywhere
+                           averages V over all keys. The call classifies the mask into 64 x 64 tiles first
+                           (the workspace grows by about B*S*S/8 bytes); S up to 4194240. */
   GK_MASK_NONE = 2      /* every key visible (bidirectional); attention_mask is not read */
 } gk_mask_mode;
 
