@@ -130,8 +130,8 @@ struct OnlineSoftmax {
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.f, 0.f};  // this thread's columns only; the quad is summed in finalize()
 
-  // Rescales the running output by exp2(old_max - new_max) and turns the logits in `s` into probabilities
-  // relative to the new running max.
+  // Rescales the running output by exp2((old_max - new_max) * scale) and turns the scaled logits in `s` into
+  // probabilities relative to the new running max (see exponentiate).
   template <int kNTiles, int kDTiles>
   __device__ __forceinline__ void update(float (&s)[kNTiles][4], float (&acc_o)[kDTiles][4], float scale) {
     float alpha[2];
@@ -142,9 +142,9 @@ struct OnlineSoftmax {
   // The first half of update(): new running max, probabilities in `s`, running sums; `alpha` is the factor the
   // running output still has to be multiplied by (split out so the output can be rescaled after an in-flight
   // P*V that accumulates into it has finished).
-  template <int kNTiles>
   // `s` holds base-2 logits divided by `scale` (> 0), which the subtraction of the max applies in one FFMA; the
   // running max is kept in the same units.
+  template <int kNTiles>
   __device__ __forceinline__ void exponentiate(float (&s)[kNTiles][4], float (&alpha)[2], float scale) {
     float mx[2] = {row_max[0], row_max[1]};
 #pragma unroll

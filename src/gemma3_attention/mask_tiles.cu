@@ -7,7 +7,7 @@
 //   2. lists: one warp per query block of the kernel's shape (64 or 128 rows, 64- or 128-key tiles): a key tile
 //      is kept unless all its parts are dead; a block with a row that is dead over the whole sequence keeps every
 //      tile (that row averages V over all keys, as the reference does).
-// The mask is read once (B * S^2 * 2 bytes: 134 MB at S = 8192).
+// The mask is read once (B * S^2 * 2 bytes: 134 MB per batch element at S = 8192).
 #include <cuda_bf16.h>
 
 #include <cfloat>
@@ -176,10 +176,11 @@ Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, cudaStream
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: no mask tile lists for %d x %d tiles", kOp, block_m, block_n);
   }
   const int64_t parts = (int64_t(p->seq_len) + kPart - 1) / kPart;
-  if (parts > 65535) {
-    return detail::error(GK_STATUS_NOT_SUPPORTED,
-                         "%s: an additive mask supports seq_len up to %d (got %d); use mask mode causal or none", kOp,
-                         65535 * kPart, p->seq_len);
+  const int m_blocks = (p->seq_len + block_m - 1) / block_m;
+  // The config check rejects longer sequences; the kernels index the lists by the grid's query blocks.
+  if (p->seq_len > kMaxAdditiveMaskSeqLen || p->num_m_blocks != m_blocks) {
+    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: mask tile lists for seq_len %d, %d query blocks of %d rows",
+                         kOp, p->seq_len, p->num_m_blocks, block_m);
   }
   if (p->mask_scratch == nullptr || p->mask_scratch_bytes < mask_tile_scratch_bytes(p->batch, p->seq_len)) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: mask tile scratch missing or too small", kOp);
@@ -208,7 +209,7 @@ Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, cudaStream
   lp.batch = p->batch;
   lp.seq_len = p->seq_len;
   lp.parts = static_cast<int>(parts);
-  lp.m_blocks = (p->seq_len + block_m - 1) / block_m;
+  lp.m_blocks = m_blocks;
   lp.n_blocks = (p->seq_len + block_n - 1) / block_n;
   lp.sub_m = block_m / kPart;
   lp.sub_n = block_n / kPart;

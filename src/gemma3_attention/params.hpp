@@ -46,6 +46,9 @@ struct ProjGemmParams {
 
 enum class MaskMode : int { kCausal = 0, kAdditive = 1, kNone = 2 };
 
+// The additive mask's classification runs one CTA row per 64 query rows (grid.y <= 65535).
+inline constexpr int64_t kMaxAdditiveMaskSeqLen = int64_t(65535) * 64;
+
 // How a visited key tile applies the additive mask to one 64-row half of a query block.
 enum MaskApply : uint32_t {
   kMaskNone = 0,    // every value 0: nothing to add
@@ -95,7 +98,7 @@ struct AttentionParams {
   bool softcap;
   bool mask_pairs;  // additive: even S, row stride and 4-byte base, so a thread's column pair loads as one word
 
-  // Additive mode: the per-call scratch the launch fills (MaskTileScratch) and the lists the kernels walk.
+  // Additive mode: the per-call scratch the launch fills (mask_tiles.cu carves it) and the lists the kernels walk.
   MaskTileLists tiles;
   void* mask_scratch;
   size_t mask_scratch_bytes;

@@ -6,6 +6,7 @@
 #include "common/checked_math.hpp"
 #include "common/status_util.hpp"
 #include "common/tensor_check.hpp"
+#include "gemma3_attention/params.hpp"
 #include "gemma3_attention/validate.hpp"
 
 namespace gk::gemma3 {
@@ -70,6 +71,10 @@ Status check_config(const Gemma3AttentionConfig& c) {
   if (c.mask_mode != GK_MASK_CAUSAL && c.mask_mode != GK_MASK_ADDITIVE && c.mask_mode != GK_MASK_NONE) {
     return error(GK_STATUS_INVALID_ARGUMENT, "%s: mask_mode %d is not one of causal (0), additive (1), none (2)", kOp,
                  (int)c.mask_mode);
+  }
+  if (c.mask_mode == GK_MASK_ADDITIVE && c.seq_len > kMaxAdditiveMaskSeqLen) {
+    return error(GK_STATUS_NOT_SUPPORTED, "%s: an additive mask supports seq_len up to %lld (got %lld); use mask mode "
+                 "causal or none", kOp, (long long)kMaxAdditiveMaskSeqLen, (long long)c.seq_len);
   }
   // Token rows are indexed with 32-bit integers in the kernels' grids; keep M = B*S within int32.
   int64_t rows = 0;

@@ -140,6 +140,8 @@ std::vector<Variant> variants() {
   window.mask_pattern = MaskPattern::kSlidingWindow;
   Gemma3Recipe biased;
   biased.mask_pattern = MaskPattern::kBiasedCausal;
+  Gemma3Recipe dead_rows;
+  dead_rows.mask_pattern = MaskPattern::kWindowDeadRows;
   const auto additive = [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_ADDITIVE; };
   return {
       {"softcap_saturated", base, saturate, /*official_applies=*/false},
@@ -148,6 +150,7 @@ std::vector<Variant> variants() {
       // Key tiles left of the band are skipped; -inf and the lowest bf16 as the masked value.
       {"sliding_window_mask", with(base, additive), window},
       {"sliding_window_mask_s1500", with(suite_shape(1, 1500), additive), window},
+      {"window_mask_dead_rows_s1500", with(suite_shape(2, 1500), additive), dead_rows},
       // Nonzero everywhere below the diagonal: every visited tile reads the mask.
       {"biased_causal_mask", with(base, additive), biased},
       {"no_mask", with(base, [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_NONE; }), {}},
@@ -241,6 +244,8 @@ std::vector<Variant> small_variants() {
   padded.norm_weight_spread = 0.5f;
   Gemma3Recipe window;
   window.mask_pattern = MaskPattern::kSlidingWindow;
+  Gemma3Recipe dead_rows;
+  dead_rows.mask_pattern = MaskPattern::kWindowDeadRows;
   return {
       {"causal_softcap", c, {}},
       {"additive_padded", with(c, [](gk_gemma3_attention_config& x) { x.mask_mode = GK_MASK_ADDITIVE; x.softcap = 0.f; }), padded},
@@ -250,6 +255,8 @@ std::vector<Variant> small_variants() {
       // One small grid (the sm_80-class kernel, 64 x 64 tiles): tiles left of the band skipped, odd S.
       {"additive_window_s201", with(c, [](gk_gemma3_attention_config& x) { x.mask_mode = GK_MASK_ADDITIVE; x.batch = 2; x.seq_len = 201; }),
        window},
+      {"additive_dead_rows_s201", with(c, [](gk_gemma3_attention_config& x) { x.mask_mode = GK_MASK_ADDITIVE; x.batch = 2; x.seq_len = 201; }),
+       dead_rows},
   };
 }
 

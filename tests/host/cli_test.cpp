@@ -67,6 +67,9 @@ TEST(Cli, BenchErrors) {
   EXPECT_NE(r.output.find("has no workload 3,3"), std::string::npos) << r.output;
   r = gk("bench --timer stopwatch");
   EXPECT_EQ(r.status, 2);
+  r = gk("bench --suite 047 --mask none");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--mask none would change the suite's workload"), std::string::npos) << r.output;
   if (r.output.find("gk bench needs a CUDA GPU") == std::string::npos) return;  // a GPU is present
   r = gk("bench --suite 054");
   EXPECT_EQ(r.status, 2);

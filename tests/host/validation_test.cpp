@@ -131,10 +131,18 @@ INSTANTIATE_TEST_SUITE_P(
         Gemma3Case{"mask_too_big",
                    set([](Gemma3Call& x) {
                      x.c.mask_mode = GK_MASK_ADDITIVE;
-                     x.c.seq_len = int64_t(1) << 24;
+                     x.c.batch = 1024;
+                     x.c.seq_len = int64_t(1) << 20;  // B*S = 2^30 rows, B*S*S = 2^50 mask elements
                      x.refresh();
                    }),
-                   GK_STATUS_INVALID_ARGUMENT, "attention_mask"}));
+                   GK_STATUS_INVALID_ARGUMENT, "attention_mask"},
+        Gemma3Case{"mask_seq_len_beyond_additive_limit",
+                   set([](Gemma3Call& x) {
+                     x.c.mask_mode = GK_MASK_ADDITIVE;
+                     x.c.seq_len = int64_t(65535) * 64 + 1;
+                     x.refresh();
+                   }),
+                   GK_STATUS_NOT_SUPPORTED, "an additive mask supports seq_len up to 4194240"}));
 
 TEST(Gemma3Accepts, ValidCallsIncludingIgnoredMask) {
   Gemma3Call call;

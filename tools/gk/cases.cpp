@@ -41,6 +41,10 @@ Case suite_case(const Suite& s, const Workload& w, const ShapeOptions& o) {
     c.g = gk_testkit::gemma3_config(s, w);
     // The suite's mask is causal; --mask additive passes it as a tensor (what SOL-ExecBench's harness does).
     c.g.mask_mode = parse_mask(o.mask);
+    if (c.g.mask_mode == GK_MASK_NONE) {
+      throw UsageError("--mask none would change the suite's workload (its mask is causal); use a custom shape: "
+                       "--op gemma3 -b B -s S --mask none");
+    }
     if (c.g.mask_mode != GK_MASK_CAUSAL) c.suite_title += " [mask mode: " + o.mask + "]";
   } else {
     c.a = gk_testkit::audio_config(s, w, parse_precision(o.precision));
@@ -134,7 +138,7 @@ void add_shape_options(CLI::App* cmd, ShapeOptions& o) {
   cmd->add_option("--eps", o.eps, "RMSNorm epsilon (default 1e-6)");
   cmd->add_option("--norm-offset", o.norm_offset, "gemma3: RMSNorm weight offset (default 1)");
   cmd->add_option("--query-scale", o.query_scale, "gemma3: score scale, 0 = head_dim^-0.5");
-  cmd->add_option("--mask", o.mask, "gemma3: causal | additive | none (with --suite: how the suite's causal mask is passed)")
+  cmd->add_option("--mask", o.mask, "gemma3: causal | additive | none (with --suite: causal, or additive to pass the suite's causal mask as a tensor)")
       ->check(CLI::IsMember({"causal", "additive", "none"}));
   cmd->add_option("--precision", o.precision, "audio: tf32 | exact")->check(CLI::IsMember({"tf32", "exact"}));
   cmd->add_option("--workload", o.workload, "One workload of --suite, as B,S");

@@ -45,6 +45,9 @@ enum class MaskPattern {
   kSlidingWindow,
   // Causal with a distance bias -0.02 (i - j) on the visible entries: nonzero almost everywhere.
   kBiasedCausal,
+  // kSlidingWindow, and rows i with i % 97 == 50 masked everywhere (lowest bf16): dead rows in later query blocks,
+  // whose blocks must keep the key tiles left of the band.
+  kWindowDeadRows,
 };
 
 GK_HD inline int64_t padded_causal_pad(int64_t b, int64_t seq_len) {
@@ -57,7 +60,8 @@ GK_HD inline float mask_value_at(MaskPattern pattern, int64_t seq_len, int64_t i
   constexpr float kLowest = -3.3895313892515355e38f;  // lowest finite bf16
   bool visible = j <= i;
   if (pattern == MaskPattern::kPaddedCausal) visible = visible && j >= padded_causal_pad(b, seq_len);
-  if (pattern == MaskPattern::kSlidingWindow) {
+  if (pattern == MaskPattern::kWindowDeadRows && i % 97 == 50) return kLowest;
+  if (pattern == MaskPattern::kSlidingWindow || pattern == MaskPattern::kWindowDeadRows) {
     const int64_t window = seq_len / 3 > 1 ? seq_len / 3 : 1;
     if (visible && i - j < window) return 0.f;
     return (b & 1) ? -INFINITY : kLowest;

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <stdexcept>
 
@@ -330,11 +331,13 @@ void AudioProblem::run_cublas_fp32_v(cudaStream_t stream) {
   const auto& c = config_;
   const int m = static_cast<int>(c.batch * c.seq_len), n = static_cast<int>(c.num_heads * c.head_dim),
             k = static_cast<int>(c.hidden);
-  cublasHandle_t h = nullptr;
   const auto ok = [](cublasStatus_t st) {
     if (st != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cuBLAS error " + std::to_string(int(st)));
   };
-  ok(cublasCreate(&h));
+  cublasHandle_t raw = nullptr;
+  ok(cublasCreate(&raw));
+  const std::unique_ptr<cublasContext, cublasStatus_t (*)(cublasHandle_t)> handle(raw, cublasDestroy);
+  cublasHandle_t h = handle.get();
   ok(cublasSetStream(h, stream));
   ok(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
   const float one = 1.f, zero = 0.f;
@@ -342,7 +345,6 @@ void AudioProblem::run_cublas_fp32_v(cudaStream_t stream) {
   ok(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, wv_.as<float>(), k, hidden_.as<float>(), k, &zero,
                  v_.as<float>(), n));
   GK_TK_CUDA(cudaStreamSynchronize(stream));
-  ok(cublasDestroy(h));
 }
 
 std::array<Judgement, 3> AudioProblem::judge(double atol, double rtol, cudaStream_t stream) const {
