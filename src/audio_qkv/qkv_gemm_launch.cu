@@ -59,6 +59,7 @@ Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, bool* f
   if (!supported(rows, hidden, heads)) return Status::Ok();
   // GK_AUDIO_TF32_PATH=fused|cublas pins the path (tests run every shape through both; benchmarks compare).
   static const int forced = detail::env_choice("GK_AUDIO_TF32_PATH", {"fused", "cublas"});
+  if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_TF32_PATH", "fused|cublas");
   if (forced >= 0) {
     *fused = forced == 0;
     return Status::Ok();

@@ -29,7 +29,7 @@ using Traits128 = AttentionTraits</*kBlockM=*/64, /*kBlockN=*/64, /*kHeadDim=*/1
 //   snake order (S = 8192: 921 us against 946 us persistent).
 constexpr int kPersistentMaxSeqLen = 2047;
 
-enum class Choice { kAuto, kMma, kWgmma };
+enum class Choice { kAuto, kMma, kWgmma, kInvalid };
 
 // GK_ATTENTION_KERNEL=mma|wgmma overrides the choice (tests and benchmarks use it to pin one kernel).
 Choice forced_choice() {
@@ -39,6 +39,8 @@ Choice forced_choice() {
         return Choice::kMma;
       case 1:
         return Choice::kWgmma;
+      case detail::kEnvInvalid:
+        return Choice::kInvalid;
       default:
         return Choice::kAuto;
     }
@@ -125,6 +127,7 @@ template <bool kSoftcap, MaskMode kMask>
 Status launch_variant(const AttentionParams& p, cudaStream_t stream) {
   Sm90Columns cols{};
   const Choice forced = forced_choice();
+  if (forced == Choice::kInvalid) return detail::env_error(kOp, "GK_ATTENTION_KERNEL", "mma|wgmma");
   bool wide_grid = true;
   if (forced == Choice::kAuto) {
     int sms = 0;

@@ -124,6 +124,7 @@ Status proj_gemm_chosen(const ProjGemmOperands& o, bool by_default, bool* fused)
   if (!proj_gemm_supported(o)) return Status::Ok();
   // GK_PROJ_PATH=fused|cublas pins the path (tests run every shape through both; benchmarks compare).
   static const int forced = detail::env_choice("GK_PROJ_PATH", {"fused", "cublas"});
+  if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_PROJ_PATH", "fused|cublas");
   if (forced >= 0) {
     *fused = forced == 0;
     return Status::Ok();
