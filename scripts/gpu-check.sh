@@ -108,9 +108,15 @@ if [ $TIMING -eq 1 ]; then
 fi
 
 if [ $PROFILE -eq 1 ] && command -v ncu > /dev/null; then
-  step "ncu attention (1, 8192)" ncu --clock-control none -k regex:attention_ --launch-count 1 \
-    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-    "$BUILD/bin/gk" run -b 1 -s 8192 --seed 1
+  # Pipe utilization (tensor, XU: the special-function and conversion pipe, FMA, ALU), stall reasons and the
+  # SASS lines that stall most, for the long-sequence attention.
+  for shape in "1 8192" "4 2053"; do
+    set -- $shape
+    step "ncu attention ($1, $2)" ncu --clock-control none -k regex:attention_ --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section ComputeWorkloadAnalysis --section InstructionStats --section SchedulerStats \
+      --section SourceCounters "$BUILD/bin/gk" run -b "$1" -s "$2" --seed 1
+  done
 fi
 
 echo
