@@ -11,7 +11,6 @@
 #include <cuda_bf16.h>
 
 #include <cfloat>
-#include <climits>
 
 #include "common/cuda_check.hpp"
 #include "common/workspace.hpp"
@@ -182,14 +181,13 @@ Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, cudaStream
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: mask tile lists for seq_len %d, %d query blocks of %d rows",
                          kOp, p->seq_len, p->num_m_blocks, block_m);
   }
+  if (p->mask_row_stride != p->seq_len || p->mask_batch_stride != int64_t(p->seq_len) * p->seq_len) {
+    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: the mask tile classification takes a contiguous mask", kOp);
+  }
   if (p->mask_scratch == nullptr || p->mask_scratch_bytes < mask_tile_scratch_bytes(p->batch, p->seq_len)) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: mask tile scratch missing or too small", kOp);
   }
   const Scratch s = carve(p->mask_scratch, p->batch, p->seq_len);
-
-  if (p->mask_row_stride != p->seq_len || p->mask_batch_stride != int64_t(p->seq_len) * p->seq_len) {
-    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: the mask tile classification takes a contiguous mask", kOp);
-  }
   ClassifyParams cp{};
   cp.mask = p->mask;
   cp.seq_len = p->seq_len;

@@ -145,8 +145,8 @@ std::vector<Variant> variants() {
   const auto additive = [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_ADDITIVE; };
   return {
       {"softcap_saturated", base, saturate, /*official_applies=*/false},
-      {"padding_mask_fully_masked_rows", with(base, [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_ADDITIVE; }), padded},
-      {"causal_mask_tensor", with(base, [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_ADDITIVE; }), {}},
+      {"padding_mask_fully_masked_rows", with(base, additive), padded},
+      {"causal_mask_tensor", with(base, additive), {}},
       // Key tiles left of the band are skipped; -inf and the lowest bf16 as the masked value.
       {"sliding_window_mask", with(base, additive), window},
       {"sliding_window_mask_s1500", with(suite_shape(1, 1500), additive), window},
@@ -246,17 +246,20 @@ std::vector<Variant> small_variants() {
   window.mask_pattern = MaskPattern::kSlidingWindow;
   Gemma3Recipe dead_rows;
   dead_rows.mask_pattern = MaskPattern::kWindowDeadRows;
+  // One small grid (the sm_80-class kernel, 64 x 64 tiles), odd S.
+  const auto additive_s201 = with(c, [](gk_gemma3_attention_config& x) {
+    x.mask_mode = GK_MASK_ADDITIVE;
+    x.batch = 2;
+    x.seq_len = 201;
+  });
   return {
       {"causal_softcap", c, {}},
       {"additive_padded", with(c, [](gk_gemma3_attention_config& x) { x.mask_mode = GK_MASK_ADDITIVE; x.softcap = 0.f; }), padded},
       {"none_group4", with(c, [](gk_gemma3_attention_config& x) { x.mask_mode = GK_MASK_NONE; x.num_kv_heads = 1; }), {}},
       {"s1", with(c, [](gk_gemma3_attention_config& x) { x.seq_len = 1; }), {}},
       {"s130_b1", with(c, [](gk_gemma3_attention_config& x) { x.batch = 1; x.seq_len = 130; }), {}},
-      // One small grid (the sm_80-class kernel, 64 x 64 tiles): tiles left of the band skipped, odd S.
-      {"additive_window_s201", with(c, [](gk_gemma3_attention_config& x) { x.mask_mode = GK_MASK_ADDITIVE; x.batch = 2; x.seq_len = 201; }),
-       window},
-      {"additive_dead_rows_s201", with(c, [](gk_gemma3_attention_config& x) { x.mask_mode = GK_MASK_ADDITIVE; x.batch = 2; x.seq_len = 201; }),
-       dead_rows},
+      {"additive_window_s201", additive_s201, window},  // tiles left of the band skipped
+      {"additive_dead_rows_s201", additive_s201, dead_rows},
   };
 }
 
