@@ -64,6 +64,8 @@ done
 for a in fused cublas; do
   step "audio tests, tf32 path=$a" env GK_AUDIO_TF32_PATH=$a "$BUILD/bin/gk_gpu_tests" \
     --gtest_filter='*Audio*:*W054*' --gtest_brief=1
+  step "audio tests, exact path=$a" env GK_AUDIO_EXACT_PATH=$a "$BUILD/bin/gk_gpu_tests" \
+    --gtest_filter='*Audio*exact*:*AudioExactVsFp32*' --gtest_brief=1
 done
 
 if command -v compute-sanitizer > /dev/null; then
@@ -82,6 +84,11 @@ if command -v compute-sanitizer > /dev/null; then
     --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" --gtest_filter='Small/Gemma3Small.*' --gtest_brief=1
   step "synccheck (audio fused tf32, small)" compute-sanitizer --tool synccheck --error-exitcode 1 \
     "$BUILD/bin/gk_gpu_tests" --gtest_filter='*AudioSmall*tf32*:*AudioRounding*tf32_rows4*' --gtest_brief=1
+  for tool in racecheck synccheck; do
+    step "$tool (audio fused 3xTF32, small)" compute-sanitizer --tool $tool --error-exitcode 1 \
+      "$BUILD/bin/gk_gpu_tests" --gtest_filter='*AudioSmall*exact*:*AudioRounding*exact_rows586*:*exact_s1_hidden192*' \
+      --gtest_brief=1
+  done
   for k in mma wgmma; do
     step "synccheck (attention=$k, small)" env GK_ATTENTION_KERNEL=$k compute-sanitizer --tool synccheck \
       --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" --gtest_filter='Small/Gemma3Small.*s130*' --gtest_brief=1

@@ -22,6 +22,12 @@ Status launch_qkv_gemm_tf32(const QkvGemmParams& params, cudaStream_t stream);
 // (within what the kernel can take).
 Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, bool* fused);
 
+// The exact mode's fused path: the same grid and epilogue on 3xTF32 (big + small tf32 parts of every operand, the
+// tensor-core sums promoted into fp32 every K-block: qkv_gemm_3xtf32_sm90.cuh). Taken wherever the kernel can take
+// the shape; GK_AUDIO_EXACT_PATH=fused|cublas pins the choice (cublas: fp32 FMA GEMMs).
+Status qkv_gemm_exact_chosen(int64_t rows, int64_t hidden, int64_t heads, bool* fused);
+Status launch_qkv_gemm_3xtf32(const QkvGemmParams& params, cudaStream_t stream);
+
 // In place on x[rows, heads*128]: each head -> x / sqrt(mean(x^2) + eps) * w. (The operator runs one launch for
 // q and one for k, each beside the next projection GEMM.)
 Status launch_head_rmsnorm(float* x, const float* w, int64_t rows, int heads, int head_dim, float eps,

@@ -1,8 +1,10 @@
 // The audio QKV operator: contract checks and orchestration. tf32 mode on shapes whose tiles fit in one wave is
 // one fused Hopper kernel (projections on tf32 tensor cores with inputs rounded to nearest, norms in the epilogue:
-// qkv_gemm_sm90.cuh). Larger tf32 shapes and exact mode run three cuBLASLt GEMMs (fast-tf32, whose kernels round
-// their operands to nearest as the GPU test AudioRounding checks, or fp32 FMA) and normalize q and k in place
-// beside the next GEMM. (Exact mode by 3xTF32 through cuBLASLt was measured and dropped: docs/perf-log.md v5.)
+// qkv_gemm_sm90.cuh); exact mode is the same kernel structure on 3xTF32 with per-K-block promotion
+// (qkv_gemm_3xtf32_sm90.cuh). Larger tf32 shapes, and exact mode where the fused kernel cannot take the shape or
+// GK_AUDIO_EXACT_PATH=cublas pins it, run three cuBLASLt GEMMs (fast-tf32, whose kernels round their operands to
+// nearest as the GPU test AudioRounding checks, or fp32 FMA) and normalize q and k in place beside the next GEMM.
+// (3xTF32 through cuBLASLt was measured and dropped: docs/perf-log.md v5.5.)
 #include <cmath>
 #include <cstdint>
 
@@ -119,6 +121,8 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
   bool fused = false;
   if (c.precision == GK_PRECISION_TF32) {
     GK_RETURN_IF_ERROR(audio::qkv_gemm_tf32_chosen(rows, c.hidden, c.num_heads, &fused));
+  } else {
+    GK_RETURN_IF_ERROR(audio::qkv_gemm_exact_chosen(rows, c.hidden, c.num_heads, &fused));
   }
   if (fused) {
     audio::QkvGemmParams p{};
@@ -135,7 +139,8 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
     p.k_dim = static_cast<int>(c.hidden);
     p.heads = static_cast<int>(c.num_heads);
     p.eps = c.eps;
-    return audio::launch_qkv_gemm_tf32(p, stream);
+    return c.precision == GK_PRECISION_TF32 ? audio::launch_qkv_gemm_tf32(p, stream)
+                                            : audio::launch_qkv_gemm_3xtf32(p, stream);
   }
 
   const void* hidden = t.hidden_states.data;

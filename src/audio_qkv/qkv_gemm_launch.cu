@@ -2,7 +2,10 @@
 // row tiles alone would give, so small M still spreads the weight stream over most SMs.
 #include <cuda_runtime.h>
 
+#include <initializer_list>
+
 #include "audio_qkv/kernels.hpp"
+#include "audio_qkv/qkv_gemm_3xtf32_sm90.cuh"
 #include "audio_qkv/qkv_gemm_sm90.cuh"
 #include "common/cluster_split.hpp"
 #include "common/cuda_check.hpp"
@@ -42,14 +45,42 @@ Status encode_maps(const QkvGemmParams& p, Maps* maps) {
   return detail::encode_tiled_map(kOp, &maps->wv, kF32, 2, p.wv, w_dims, stride, box);
 }
 
-template <bool kSplit>
-Status launch(const QkvGemmParams& p, dim3 grid, cudaStream_t stream) {
+// The tf32 kernel and the 3xTF32 one share the grid (one head of q, k or v per 128 rows), the tensor maps and the
+// K split; they differ in threads, shared memory and how long a K-block takes.
+template <class Tr, template <bool> class Kernel>
+Status launch_fused(const QkvGemmParams& params, std::initializer_list<int> splits, cudaStream_t stream) {
+  QkvGemmParams p = params;
+  if (!supported(p.m, p.k_dim, p.heads)) {
+    return detail::error(GK_STATUS_INVALID_ARGUMENT, "%s: M = %d, hidden %d, %d heads are outside the fused kernel's grid",
+                         kOp, p.m, p.k_dim, p.heads);
+  }
+  const int64_t m_tiles = (int64_t(p.m) + Tr::kBM - 1) / Tr::kBM;
+  const int64_t n_tiles = int64_t(3) * p.heads;
+  const int k_blocks = p.k_dim / Tr::kBK;
+  // Each CTA of a split takes an equal share of the K-blocks (the kernel takes one count for all).
+  int split = 1;
+  GK_RETURN_IF_ERROR(detail::choose_cluster_split(
+      kOp, reinterpret_cast<const void*>(Kernel<true>::get()), Tr::kThreads, Tr::kSmemBytes, m_tiles * n_tiles,
+      k_blocks, splits, /*even_k=*/true, &split));
+  p.k_blocks = k_blocks / split;
+  const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
   Maps maps;
   GK_RETURN_IF_ERROR(encode_maps(p, &maps));
-  using Tr = QkvGemmTraits;
-  return detail::launch_z_clusters(kOp, "fused QKV kernel launch", audio_qkv_gemm_kernel<kSplit>, grid, Tr::kThreads,
-                                   Tr::kSmemBytes, kSplit, stream, maps.hs, maps.wq, maps.wk, maps.wv, p);
+  const auto go = [&](auto kernel, bool cluster) {
+    return detail::launch_z_clusters(kOp, "fused QKV kernel launch", kernel, grid, Tr::kThreads, Tr::kSmemBytes,
+                                     cluster, stream, maps.hs, maps.wq, maps.wk, maps.wv, p);
+  };
+  return split > 1 ? go(Kernel<true>::get(), true) : go(Kernel<false>::get(), false);
 }
+
+template <bool kSplit>
+struct Tf32Kernel {
+  static auto get() { return audio_qkv_gemm_kernel<kSplit>; }
+};
+template <bool kSplit>
+struct ThreeTf32Kernel {
+  static auto get() { return audio_qkv_3xtf32_kernel<kSplit>; }
+};
 
 }  // namespace
 
@@ -71,23 +102,21 @@ Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, bool* f
 }
 
 Status launch_qkv_gemm_tf32(const QkvGemmParams& params, cudaStream_t stream) {
-  using Tr = QkvGemmTraits;
-  QkvGemmParams p = params;
-  if (!supported(p.m, p.k_dim, p.heads)) {
-    return detail::error(GK_STATUS_INVALID_ARGUMENT, "%s: M = %d, hidden %d, %d heads are outside the fused kernel's grid",
-                         kOp, p.m, p.k_dim, p.heads);
-  }
-  const int64_t m_tiles = (int64_t(p.m) + Tr::kBM - 1) / Tr::kBM;
-  const int64_t n_tiles = int64_t(3) * p.heads;
-  const int k_blocks = p.k_dim / Tr::kBK;
-  // Splits of 4 or 2, each CTA an equal share of the K-blocks (the kernel takes one count for all).
-  int split = 1;
-  GK_RETURN_IF_ERROR(detail::choose_cluster_split(kOp, reinterpret_cast<const void*>(audio_qkv_gemm_kernel<true>),
-                                                  Tr::kThreads, Tr::kSmemBytes, m_tiles * n_tiles, k_blocks, {4, 2},
-                                                  /*even_k=*/true, &split));
-  p.k_blocks = k_blocks / split;
-  const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
-  return split > 1 ? launch<true>(p, grid, stream) : launch<false>(p, grid, stream);
+  return launch_fused<QkvGemmTraits, Tf32Kernel>(params, {4, 2}, stream);
+}
+
+Status qkv_gemm_exact_chosen(int64_t rows, int64_t hidden, int64_t heads, bool* fused) {
+  *fused = false;
+  if (!supported(rows, hidden, heads)) return Status::Ok();
+  // GK_AUDIO_EXACT_PATH=fused|cublas pins the path (tests run every shape through both).
+  static const int forced = detail::env_choice("GK_AUDIO_EXACT_PATH", {"fused", "cublas"});
+  if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_EXACT_PATH", "fused|cublas");
+  *fused = forced != 1;
+  return Status::Ok();
+}
+
+Status launch_qkv_gemm_3xtf32(const QkvGemmParams& params, cudaStream_t stream) {
+  return launch_fused<Qkv3xTf32Traits, ThreeTf32Kernel>(params, {4, 2}, stream);
 }
 
 }  // namespace gk::audio

@@ -99,12 +99,16 @@ std::vector<Variant> variants() {
   odd.seq_len = 1;
   odd.hidden = 192;
   odd.num_heads = 3;
+  auto exact_odd = odd;
+  exact_odd.precision = GK_PRECISION_EXACT;
   AudioRecipe big;
   big.activation_scale = 30.f;
   big.norm_weight_spread = 2.f;
   return {{"tf32_large_activations", base, big},
           {"exact_large_activations", exact, big},
           {"tf32_s1_hidden192_heads3", odd, {}},
+          // hidden 192 = 6 K-blocks, split 2 over a cluster: an odd count per CTA in the fused kernels.
+          {"exact_s1_hidden192_heads3", exact_odd, {}},
           {"tf32_s17", {1, 17, 1024, 8, 128, 1e-6f, GK_PRECISION_TF32}, {}}};
 }
 

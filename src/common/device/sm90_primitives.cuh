@@ -200,6 +200,20 @@ __device__ __forceinline__ void wgmma_m64n128k8_tf32_ss(float (&d)[16][4], uint6
                : "l"(desc_a), "l"(desc_b));
 }
 
+// The same with the accumulator's input switchable: accumulate == 0 starts a fresh sum (D = A * B) without the
+// accumulator registers being written by ordinary instructions first.
+__device__ __forceinline__ void wgmma_m64n128k8_tf32_ss(float (&d)[16][4], uint64_t desc_a, uint64_t desc_b,
+                                                        int accumulate) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 " GK_WGMMA_D64 ", %64, %65, p, 1, 1;\n"
+      "}\n"
+      : GK_WGMMA_D64_OPERANDS(d)
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
 #undef GK_WGMMA_D64
 #undef GK_WGMMA_D64_OPERANDS
 

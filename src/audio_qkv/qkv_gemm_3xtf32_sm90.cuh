@@ -1,0 +1,205 @@
+// The audio QKV projection's exact mode as one Hopper kernel: 3xTF32 on tensor cores. Every fp32 operand x is
+// split into big = x rounded to nearest tf32 and small = (x - big) rounded to nearest tf32 (x - big is exact), and
+//   x * w ~= xs * wb + xb * ws + xb * wb
+// (the dropped xs * ws is below 2^-22 |x w|; each product of two tf32 values is exact in fp32).
+//
+// Why a kernel of our own: the tensor core's fp32 accumulation drops low bits as its running sum grows, so the
+// error of a long K chain grows with its length. 3xTF32 through cuBLASLt (one GEMM over a 3x longer K) measured
+// 2.4e-6 relative L2 on v against fp64, 7x plain fp32 cuBLAS (docs/perf-log.md v5.5). Here each K-block's 12 MMAs
+// (4 k-steps x 3 products) accumulate into a fresh block accumulator that is then added to the running fp32 total
+// with an ordinary FADD ("promotion"), so no tensor-core chain is longer than one K-block.
+//
+// Tile and epilogue as in the tf32 kernel (qkv_gemm_sm90.cuh): a CTA computes one head of q, k or v for 128 rows,
+// warpgroups 0 and 1 consume 64 rows each; warpgroup 2 is warps 8-10 splitting each landed stage (raw fp32 ->
+// big in place + small beside it) and warp 11 issuing the TMA loads. Registers move from warpgroup 2 to the
+// consumers (setmaxnreg), which hold the total and two block accumulators (one in flight, one being promoted).
+// (The register budget is exact: 384 x 168 at launch = 128 x 56 + 256 x 224 after the moves.)
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "audio_qkv/params.hpp"
+#include "audio_qkv/qkv_epilogue.cuh"
+#include "common/device/sm80_primitives.cuh"
+#include "common/device/sm90_primitives.cuh"
+
+namespace gk::audio {
+
+struct Qkv3xTf32Traits {
+  static constexpr int kBM = 128, kBN = 128, kBK = 32;  // kBK fp32 = 128 bytes: one swizzle row
+  static constexpr int kStages = 3;
+  static constexpr int kThreads = 384;
+  static constexpr int kSplitThreads = 96;                // warps 8-10
+  static constexpr uint32_t kTileBytes = kBM * kBK * 4;   // 16 KB (kBN == kBM)
+  static constexpr uint32_t kRawBytes = 2 * kTileBytes;   // A then B, as TMA lands them; big after the split
+  static constexpr uint32_t kStageBytes = 2 * kRawBytes;  // + A small, B small at the same offsets
+  static constexpr int kConsumerWarps = 8;
+  static constexpr size_t kSmemBytes = 1024 + size_t(kStages) * kStageBytes + 3 * 8 * kStages;
+  static constexpr int kConsumerRegs = 224, kOtherRegs = 56;  // 256 * 224 + 128 * 56 <= 64K
+  static_assert(kBM == QkvTile::kRows && kBN == QkvTile::kCols, "the epilogue's tile");
+  static_assert(QkvTile::kParkBytes <= size_t(kStages) * kStageBytes, "partials fit in the ring");
+  static_assert(256 * kConsumerRegs + 128 * kOtherRegs <= 65536, "register file");
+};
+
+namespace qkv3_detail {
+
+__device__ __forceinline__ float rna_tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return __uint_as_float(r);
+}
+
+// x - big rounded; zero where big is not finite (Inf inputs, or finite ones whose rounding overflows), so an
+// infinite input gives an infinite product as in fp32 rather than Inf - Inf = NaN.
+__device__ __forceinline__ float small_part(float x, float big) { return isfinite(big) ? rna_tf32(x - big) : 0.f; }
+
+// One landed stage split by 96 threads: the raw A and B tiles (one contiguous 32 KB run; the split is elementwise,
+// so the swizzle carries over) become big in place and small kRawBytes further on.
+__device__ __forceinline__ void split_stage(uint32_t stage, int t) {
+  using Tr = Qkv3xTf32Traits;
+  constexpr int kChunks = Tr::kRawBytes / 16;
+  for (int c = t; c < kChunks; c += Tr::kSplitThreads) {
+    const uint4 v = device::ld_shared_v4(stage + 16u * c);
+    const float4 x = make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z), __uint_as_float(v.w));
+    const float4 big = make_float4(rna_tf32(x.x), rna_tf32(x.y), rna_tf32(x.z), rna_tf32(x.w));
+    const float4 small = make_float4(small_part(x.x, big.x), small_part(x.y, big.y), small_part(x.z, big.z),
+                                     small_part(x.w, big.w));
+    device::st_shared_v4(stage + 16u * c, make_uint4(__float_as_uint(big.x), __float_as_uint(big.y),
+                                                     __float_as_uint(big.z), __float_as_uint(big.w)));
+    device::st_shared_v4(stage + Tr::kRawBytes + 16u * c,
+                         make_uint4(__float_as_uint(small.x), __float_as_uint(small.y), __float_as_uint(small.z),
+                                    __float_as_uint(small.w)));
+  }
+}
+
+}  // namespace qkv3_detail
+
+template <bool kClusterSplit>
+__global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
+    audio_qkv_3xtf32_kernel(const __grid_constant__ CUtensorMap hs_map, const __grid_constant__ CUtensorMap wq_map,
+                            const __grid_constant__ CUtensorMap wk_map, const __grid_constant__ CUtensorMap wv_map,
+                            const QkvGemmParams p) {
+  using Tr = Qkv3xTf32Traits;
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t base = (device::smem_addr(smem_raw) + 1023u) & ~1023u;  // swizzle atoms need 1024-byte alignment
+  const uint32_t bar = base + Tr::kStages * Tr::kStageBytes;
+  const auto stage = [&](int s) { return base + s * Tr::kStageBytes; };
+  const auto full = [&](int s) { return bar + 8u * s; };                       // TMA landed
+  const auto ready = [&](int s) { return bar + 8u * (Tr::kStages + s); };      // split
+  const auto empty = [&](int s) { return bar + 8u * (2 * Tr::kStages + s); };  // consumed
+
+  const int n_tile = blockIdx.x;  // which * heads + head
+  const int which = n_tile / p.heads, head = n_tile % p.heads;
+  const int m0 = blockIdx.y * Tr::kBM;
+  const int kb0 = blockIdx.z * p.k_blocks;
+  const int lane = threadIdx.x % 32;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Tr::kStages; ++s) {
+      device::mbar_init(full(s), 1);
+      device::mbar_init(ready(s), Tr::kSplitThreads);
+      device::mbar_init(empty(s), Tr::kConsumerWarps);
+    }
+    device::mbar_fence_init();
+  }
+  __syncthreads();
+
+  const int warpgroup = threadIdx.x / 128;
+  if (warpgroup == 2) {
+    device::regs_dealloc<Tr::kOtherRegs>();
+    if (threadIdx.x / 32 == 11) {
+      // ---------------- TMA warp ----------------
+      if (lane == 0) {
+        const CUtensorMap* w_map = which == 0 ? &wq_map : (which == 1 ? &wk_map : &wv_map);
+        device::tma_prefetch_descriptor(&hs_map);
+        device::tma_prefetch_descriptor(w_map);
+        for (int i = 0; i < p.k_blocks; ++i) {
+          const int s = i % Tr::kStages, round = i / Tr::kStages;
+          const int col = (kb0 + i) * Tr::kBK;
+          if (round > 0) device::mbar_wait(empty(s), (round - 1) & 1);
+          device::mbar_arrive_expect_tx(full(s), Tr::kRawBytes);
+          device::tma_load_2d(stage(s), &hs_map, full(s), col, m0);
+          device::tma_load_2d(stage(s) + Tr::kTileBytes, w_map, full(s), col, head * Tr::kBN);
+        }
+      }
+    } else {
+      // ---------------- split warps ----------------
+      const int t = threadIdx.x - 256;
+      for (int i = 0; i < p.k_blocks; ++i) {
+        const int s = i % Tr::kStages;
+        device::mbar_wait(full(s), (i / Tr::kStages) & 1);
+        qkv3_detail::split_stage(stage(s), t);
+        device::fence_proxy_async_shared();  // wgmma reads through the async proxy
+        device::mbar_arrive(ready(s));
+      }
+    }
+    if constexpr (kClusterSplit) {
+      device::cluster_sync();  // partials parked
+      device::cluster_sync();  // every CTA done reading remote partials
+    }
+    return;
+  }
+
+  // ---------------- consumers ----------------
+  device::regs_alloc<Tr::kConsumerRegs>();
+  const int wg = warpgroup;
+  float acc[16][4];     // the promoted fp32 total
+  float blk[2][16][4];  // block accumulators: one in flight, one being promoted
+#pragma unroll
+  for (int j = 0; j < 16; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+
+  // Issues K-block i's 12 MMAs into `d`; the first starts a fresh sum, so each block's chain starts at zero.
+  const auto issue = [&](float (&d)[16][4], int i) {
+    const int s = i % Tr::kStages;
+    device::mbar_wait(ready(s), (i / Tr::kStages) & 1);
+    device::wgmma_fence();
+    const uint32_t a_big = stage(s) + wg * 64 * 128, b_big = stage(s) + Tr::kTileBytes;
+    const uint32_t a_small = a_big + Tr::kRawBytes, b_small = b_big + Tr::kRawBytes;
+#pragma unroll
+    for (int kk = 0; kk < Tr::kBK / 8; ++kk) {
+      // 8 tf32 = 32 bytes along the swizzled row; small products first, while the block sum is small.
+      const uint32_t o = kk * 32;
+      device::wgmma_m64n128k8_tf32_ss(d, device::smem_desc_sw128(a_small + o, 16, 1024),
+                                      device::smem_desc_sw128(b_big + o, 16, 1024), kk > 0);
+      device::wgmma_m64n128k8_tf32_ss(d, device::smem_desc_sw128(a_big + o, 16, 1024),
+                                      device::smem_desc_sw128(b_small + o, 16, 1024), 1);
+      device::wgmma_m64n128k8_tf32_ss(d, device::smem_desc_sw128(a_big + o, 16, 1024),
+                                      device::smem_desc_sw128(b_big + o, 16, 1024), 1);
+    }
+    device::wgmma_commit();
+  };
+  // Adds a finished block into the total and frees its stage.
+  const auto promote = [&](float (&d)[16][4], int i) {
+    device::fence_accumulators(d);
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      acc[j][0] += d[j][0];
+      acc[j][1] += d[j][1];
+      acc[j][2] += d[j][2];
+      acc[j][3] += d[j][3];
+    }
+    if (lane == 0) device::mbar_arrive(empty(i % Tr::kStages));
+  };
+
+  // Two blocks per trip, each accumulator array indexed by a constant: block i+1's MMAs run while block i is
+  // promoted. Both groups are waited for within the trip: a group left in flight across the loop's back edge makes
+  // ptxas serialize every wgmma of the kernel (C7514).
+  int i = 0;
+  for (; i + 1 < p.k_blocks; i += 2) {
+    issue(blk[0], i);
+    issue(blk[1], i + 1);
+    device::wgmma_wait<1>();
+    promote(blk[0], i);
+    device::wgmma_wait<0>();
+    promote(blk[1], i + 1);
+  }
+  if (i < p.k_blocks) {  // an odd count (a K split's share)
+    issue(blk[0], i);
+    device::wgmma_wait<0>();
+    promote(blk[0], i);
+  }
+
+  store_qkv_tile<kClusterSplit>(acc, p, which, head, m0, wg, base);
+}
+
+}  // namespace gk::audio
