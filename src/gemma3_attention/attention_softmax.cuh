@@ -51,8 +51,9 @@ __device__ __forceinline__ void add_mask_values(float (&s)[kNTiles][4], const At
 }
 
 // The same for a tile whose mask values are all 0 or dead: one 64-bit live word per row and 64-column part
-// (mask_tiles.cu) instead of a load per column pair; a dead position adds mask_logit2(dead) = -FLT_MAX, exactly
-// what add_mask_values adds there. n0 is the tile's first key (a multiple of 64).
+// (mask_tiles.cu: column 2l at bit l, column 2l + 1 at bit 32 + l) instead of a load per column pair; a dead
+// position adds mask_logit2(dead) = -FLT_MAX, exactly what add_mask_values adds there. n0 is the tile's first key
+// (a multiple of 64).
 template <int kNTiles>
 __device__ __forceinline__ void add_mask_bits(float (&s)[kNTiles][4], const AttentionParams& p, int b, int row0,
                                               int n0, int lane) {
@@ -70,9 +71,10 @@ __device__ __forceinline__ void add_mask_bits(float (&s)[kNTiles][4], const Atte
     w[1] = (kNTiles == 16 && pn + 1 < t.parts) ? words[64] : ~0ull;
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
-      const uint32_t live = static_cast<uint32_t>(w[nt / 8] >> ((nt % 8) * 8 + 2 * (lane & 3)));
-      if (!(live & 1u)) s[nt][2 * hh] += -FLT_MAX;
-      if (!(live & 2u)) s[nt][2 * hh + 1] += -FLT_MAX;
+      // This thread's pair in the part: columns 8 (nt % 8) + 2 (lane % 4) and the next.
+      const int l = (nt % 8) * 4 + (lane & 3);
+      if (!((w[nt / 8] >> l) & 1u)) s[nt][2 * hh] += -FLT_MAX;
+      if (!((w[nt / 8] >> (32 + l)) & 1u)) s[nt][2 * hh + 1] += -FLT_MAX;
     }
   }
 }

@@ -23,7 +23,7 @@ namespace {
 
 constexpr const char* kOp = "gemma3_attention";
 constexpr int kPart = 64;          // rows and columns of a classified part
-constexpr int kGroupParts = 4;     // parts per classify CTA, side by side
+constexpr int kGroupParts = 4;     // parts per classify CTA, side by side (two warps each)
 enum : uint8_t { kZero = 0, kDead = 1, kBits = 2, kValues = 3 };
 
 struct Scratch {
@@ -57,41 +57,59 @@ struct ClassifyParams {
 };
 
 // grid (groups * B, parts_m), 256 threads: the CTA classifies kGroupParts parts side by side (64 rows x 256
-// columns). Warp w owns columns 32 w .. 32 w + 31 of the group (half of part w / 2), so a ballot over its lanes is
-// half of a row's live word. Each thread issues all 64 of its 2-byte loads before using any: element loads need no
-// alignment (rows of an odd-length mask start anywhere), and 64 in flight per thread keep the memory busy.
+// columns). Warps 2q and 2q + 1 own part q, rows 0-31 and 32-63; lane l owns its columns 2l and 2l + 1, so two
+// ballots over the warp are a row's live word: even columns in the low half, odd columns in the high half (the
+// layout add_mask_bits reads). Each thread issues all of its loads before using any. With kPairs (even S,
+// 4-byte aligned mask) a column pair is one 4-byte load (128 bytes per warp instruction); otherwise two 2-byte
+// loads, as rows of an odd-length mask start anywhere. (A thread per column, 2-byte loads, reached ~0.9 TB/s.)
+template <bool kPairs>
 __global__ void __launch_bounds__(256) classify_kernel(const ClassifyParams p) {
-  constexpr int kCols = kGroupParts * kPart;
+  constexpr int kCols = kGroupParts * kPart, kRows = kPart / 2;
   const int group = blockIdx.x % p.groups, b = blockIdx.x / p.groups, pm = blockIdx.y;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, part = warp / 2, half = warp % 2;
-  const int col = group * kCols + static_cast<int>(threadIdx.x);
-  const int rows = min(kPart, p.seq_len - pm * kPart);
-  const bool col_ok = col < p.seq_len;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, part = warp / 2, row0 = (warp % 2) * kRows;
+  const int col = group * kCols + part * kPart + 2 * lane;  // this thread's even column
+  const int rows = min(kPart, p.seq_len - pm * kPart) - row0;  // of this warp's 32 (may be <= 0)
+  const bool ok0 = col < p.seq_len, ok1 = col + 1 < p.seq_len;
   __shared__ unsigned s_flags[kGroupParts];           // bit 0: nonzero, 1: live, 2: live and nonzero
   __shared__ unsigned long long s_live[kGroupParts];  // rows with a live value
   if (threadIdx.x < kGroupParts) {
     s_flags[threadIdx.x] = 0;
     s_live[threadIdx.x] = 0;
   }
-  const uint16_t* src = reinterpret_cast<const uint16_t*>(p.mask) + (int64_t(b) * p.seq_len + pm * kPart) * p.seq_len + col;
-  uint16_t v[kPart];
+  const uint16_t* src =
+      reinterpret_cast<const uint16_t*>(p.mask) + (int64_t(b) * p.seq_len + pm * kPart + row0) * p.seq_len + col;
+  uint32_t v[kRows];  // the pair: even column in the low 16 bits
 #pragma unroll
-  for (int r = 0; r < kPart; ++r) v[r] = (col_ok && r < rows) ? src[int64_t(r) * p.seq_len] : uint16_t(0);
+  for (int r = 0; r < kRows; ++r) {
+    const uint16_t* at = src + int64_t(r) * p.seq_len;
+    if (kPairs) {
+      v[r] = (ok0 && r < rows) ? *reinterpret_cast<const uint32_t*>(at) : 0u;
+    } else {
+      const uint32_t lo = (ok0 && r < rows) ? at[0] : 0u, hi = (ok1 && r < rows) ? at[1] : 0u;
+      v[r] = lo | hi << 16;
+    }
+  }
   __syncthreads();  // shared flags initialized
 
   unsigned flags = 0;
   unsigned long long live_rows = 0;
-  uint32_t* words = reinterpret_cast<uint32_t*>(p.bits + ((int64_t(b) * p.parts + pm) * p.parts + group * kGroupParts + part) * kPart);
-  const bool part_exists = group * kGroupParts + part < p.parts;
+  const int part_n = group * kGroupParts + part;
+  const bool part_exists = part_n < p.parts;
+  uint64_t* words = p.bits + ((int64_t(b) * p.parts + pm) * p.parts + part_n) * kPart + row0;
 #pragma unroll
-  for (int r = 0; r < kPart; ++r) {
-    const float m = __uint_as_float(uint32_t(v[r]) << 16);  // bf16 -> fp32 is a shift
-    const bool exists = col_ok && r < rows;
-    const bool live = exists && mask_logit2(m) > -FLT_MAX, nonzero = exists && m != 0.f;
-    flags |= (nonzero ? 1u : 0u) | (live ? 2u : 0u) | (nonzero && live ? 4u : 0u);
-    const unsigned ballot = __ballot_sync(0xffffffffu, live);
-    if (lane == 0 && part_exists && r < rows) words[2 * r + half] = ballot;  // little-endian halves of the word
-    live_rows |= static_cast<unsigned long long>(ballot != 0u) << r;
+  for (int r = 0; r < kRows; ++r) {
+    bool live[2];
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const float m = __uint_as_float(c == 0 ? v[r] << 16 : v[r] & 0xffff0000u);  // bf16 -> fp32 is a shift
+      const bool exists = (c == 0 ? ok0 : ok1) && r < rows;
+      live[c] = exists && mask_logit2(m) > -FLT_MAX;
+      const bool nonzero = exists && m != 0.f;
+      flags |= (nonzero ? 1u : 0u) | (live[c] ? 2u : 0u) | (nonzero && live[c] ? 4u : 0u);
+    }
+    const unsigned even = __ballot_sync(0xffffffffu, live[0]), odd = __ballot_sync(0xffffffffu, live[1]);
+    if (lane == 0 && part_exists && r < rows) words[r] = uint64_t(odd) << 32 | even;
+    live_rows |= static_cast<unsigned long long>((even | odd) != 0u) << (row0 + r);
   }
   flags = __reduce_or_sync(0xffffffffu, flags);
   if (lane == 0 && part_exists) {
@@ -197,8 +215,13 @@ Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, cudaStream
   cp.live_rows = s.live_rows;
   cp.bits = s.bits;
   // groups * batch <= (S / 256 + 1) * batch, far below 2^31 under the layer's batch * S < 2^31.
-  classify_kernel<<<dim3(static_cast<unsigned>(cp.groups * int64_t(p->batch)), static_cast<unsigned>(parts)), 256, 0,
-                    stream>>>(cp);
+  const dim3 grid(static_cast<unsigned>(cp.groups * int64_t(p->batch)), static_cast<unsigned>(parts));
+  const bool pairs = p->seq_len % 2 == 0 && reinterpret_cast<uintptr_t>(p->mask) % 4 == 0;
+  if (pairs) {
+    classify_kernel<true><<<grid, 256, 0, stream>>>(cp);
+  } else {
+    classify_kernel<false><<<grid, 256, 0, stream>>>(cp);
+  }
   GK_RETURN_IF_ERROR(detail::check_launch(kOp, "mask classification launch"));
 
   ListParams lp{};

@@ -143,7 +143,18 @@ std::vector<Variant> variants() {
   Gemma3Recipe dead_rows;
   dead_rows.mask_pattern = MaskPattern::kWindowDeadRows;
   const auto additive = [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_ADDITIVE; };
+  // Every score strongly negative (Hq == Hkv, anti-aligned keys): the far negative end of the softcap's range,
+  // where every probability of a row measured from the cap's bound instead of its running max would be tiny
+  // (~2^-86 with norm weights 0, below fp32's normal range with 1): the softmax must stay relative to the row.
+  const auto heads8 = [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 8; };
+  Gemma3Recipe negative_mild, negative_far;
+  negative_mild.anti_aligned_norm_weight = 0.f;
+  negative_far.anti_aligned_norm_weight = 1.f;
   return {
+      {"negative_scores", with(base, heads8), negative_mild},
+      {"negative_scores_far", with(base, heads8), negative_far},
+      {"negative_scores_far_s1500", with(suite_shape(1, 1500), heads8), negative_far},
+      {"negative_scores_no_mask", with(with(base, heads8), [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_NONE; }), negative_far},
       {"softcap_saturated", base, saturate, /*official_applies=*/false},
       {"padding_mask_fully_masked_rows", with(base, additive), padded},
       {"causal_mask_tensor", with(base, additive), {}},

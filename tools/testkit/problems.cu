@@ -47,6 +47,13 @@ Gemma3Fills gemma3_fills(const gk_gemma3_attention_config& c, const Gemma3Recipe
   f.wo = normal(sub_seed(r.seed, 7), w_o);
   f.qn = r.norm_weight_spread > 0.f ? around_one(sub_seed(r.seed, 8), r.norm_weight_spread) : constant(1.f);
   f.kn = r.norm_weight_spread > 0.f ? around_one(sub_seed(r.seed, 9), r.norm_weight_spread) : constant(1.f);
+  if (r.anti_aligned_norm_weight >= 0.f) {
+    f.hidden = around_one(sub_seed(r.seed, 1), 0.3f);
+    f.wk = normal(sub_seed(r.seed, 4), -w_in);  // Wq's seed: element for element -Wq
+    f.cos = constant(1.f);
+    f.sin = constant(0.f);
+    f.qn = f.kn = constant(r.anti_aligned_norm_weight);
+  }
   return f;
 }
 

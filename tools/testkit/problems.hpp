@@ -24,6 +24,11 @@ struct Gemma3Recipe {
   float activation_scale = 1.f;    // hidden_states = scale * randn (x30 drives the softcap into saturation)
   float norm_weight_spread = 0.f;  // 0: norm weights are ones (the suites' recipe); else 1 + spread * randn
   MaskPattern mask_pattern = MaskPattern::kCausal;  // contents of the mask tensor in additive mode
+  // >= 0: keys anti-aligned with the queries. Every token's hidden state is near one direction (1 + 0.3 randn),
+  // Wk is -Wq on the first Hkv heads, RoPE is the identity and both norm weights equal this value; with
+  // Hq == Hkv every score is then about -(offset + w)^2 * D * scale, the far negative end of the softcap's range
+  // (probabilities measured from the cap's bound rather than the row's max would underflow there).
+  float anti_aligned_norm_weight = -1.f;
 };
 
 struct AudioRecipe {
