@@ -117,6 +117,8 @@ struct Variant {
   // False where the official yardstick's bf16 score rounding is too coarse to judge by (saturated softcap:
   // scores near 50 round in steps of 0.25, e^0.125 = 13% per probability); the precise one still applies.
   bool official_applies = true;
+  // Elements between the mask's allocation and its data pointer: 1 makes a mask that is not 4-byte aligned.
+  int64_t mask_offset = 0;
 };
 
 void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
@@ -158,6 +160,9 @@ std::vector<Variant> variants() {
       {"softcap_saturated", base, saturate, /*official_applies=*/false},
       {"padding_mask_fully_masked_rows", with(base, additive), padded},
       {"causal_mask_tensor", with(base, additive), {}},
+      // A mask 2-byte but not 4-byte aligned (its classification loads element by element); S even and odd.
+      {"causal_mask_tensor_unaligned", with(base, additive), {}, true, 1},
+      {"sliding_window_mask_s1500_unaligned", with(suite_shape(1, 1500), additive), window, true, 1},
       // Key tiles left of the band are skipped; -inf and the lowest bf16 as the masked value.
       {"sliding_window_mask", with(base, additive), window},
       {"sliding_window_mask_s1500", with(suite_shape(1, 1500), additive), window},
@@ -180,7 +185,7 @@ class Gemma3Variants : public GpuParamTest<Variant> {};
 
 TEST_P(Gemma3Variants, OfficialRuleAgainstGpuReference) {
   const Variant& v = GetParam();
-  Gemma3Problem p(v.config);
+  Gemma3Problem p(v.config, v.mask_offset);
   const uint64_t seed = next_seed();
   bool ran = false;
   // Activations x30 scale the output x30: judge those relative to their size.
@@ -223,7 +228,7 @@ class Gemma3Small : public GpuParamTest<Variant> {};
 
 TEST_P(Gemma3Small, GpuReferenceAndFastPathAgainstCpuReference) {
   const Variant& v = GetParam();
-  Gemma3Problem p(v.config);
+  Gemma3Problem p(v.config, v.mask_offset);
   Gemma3Recipe r = v.recipe;
   r.seed = next_seed();
   GK_ASSERT_OK(p.run_fresh(r, handle(), stream()));
@@ -271,6 +276,7 @@ std::vector<Variant> small_variants() {
       {"s130_b1", with(c, [](gk_gemma3_attention_config& x) { x.batch = 1; x.seq_len = 130; }), {}},
       {"additive_window_s201", additive_s201, window},  // tiles left of the band skipped
       {"additive_dead_rows_s201", additive_s201, dead_rows},
+      {"additive_window_s201_unaligned", additive_s201, window, true, 1},
   };
 }
 

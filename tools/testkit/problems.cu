@@ -138,12 +138,13 @@ gk_ref::AudioDims ref_dims(const gk_audio_qkv_config& c) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-Gemma3Problem::Gemma3Problem(const gk_gemma3_attention_config& c) : config_(c) {
+Gemma3Problem::Gemma3Problem(const gk_gemma3_attention_config& c, int64_t mask_offset)
+    : config_(c), mask_offset_(mask_offset) {
   const int64_t M = c.batch * c.seq_len, D = c.head_dim;
   hidden_ = alloc<bf16>(M * c.hidden);
   cos_ = alloc<bf16>(M * D);
   sin_ = alloc<bf16>(M * D);
-  if (c.mask_mode == GK_MASK_ADDITIVE) mask_ = alloc<bf16>(c.batch * c.seq_len * c.seq_len);
+  if (c.mask_mode == GK_MASK_ADDITIVE) mask_ = alloc<bf16>(c.batch * c.seq_len * c.seq_len + mask_offset_);
   wq_ = alloc<bf16>(c.num_q_heads * D * c.hidden);
   wk_ = alloc<bf16>(c.num_kv_heads * D * c.hidden);
   wv_ = alloc<bf16>(c.num_kv_heads * D * c.hidden);
@@ -165,7 +166,8 @@ gk_gemma3_attention_tensors Gemma3Problem::tensors() const {
   t.hidden_states = tensor(hidden_, GK_DTYPE_BF16, {c.batch, c.seq_len, c.hidden});
   t.cos = tensor(cos_, GK_DTYPE_BF16, {c.batch, c.seq_len, D});
   t.sin = tensor(sin_, GK_DTYPE_BF16, {c.batch, c.seq_len, D});
-  t.attention_mask = tensor(mask_, GK_DTYPE_BF16, {c.batch, 1, c.seq_len, c.seq_len});
+  const int64_t mask_shape[4] = {c.batch, 1, c.seq_len, c.seq_len};
+  t.attention_mask = gk_tensor_contiguous(mask(), GK_DTYPE_BF16, 4, mask_shape);
   t.q_proj_weight = tensor(wq_, GK_DTYPE_BF16, {c.num_q_heads * D, c.hidden});
   t.k_proj_weight = tensor(wk_, GK_DTYPE_BF16, {c.num_kv_heads * D, c.hidden});
   t.v_proj_weight = tensor(wv_, GK_DTYPE_BF16, {c.num_kv_heads * D, c.hidden});
@@ -189,7 +191,7 @@ void Gemma3Problem::generate(const Gemma3Recipe& r, cudaStream_t stream) {
   fill(f.wo, wo_.as<bf16>(), c.hidden * c.num_q_heads * D, stream);
   fill(f.qn, qn_.as<bf16>(), D, stream);
   fill(f.kn, kn_.as<bf16>(), D, stream);
-  if (mask_.get() != nullptr) fill_mask(mask_.as<bf16>(), c.batch, c.seq_len, r.mask_pattern, stream);
+  if (mask() != nullptr) fill_mask(mask(), c.batch, c.seq_len, r.mask_pattern, stream);
 }
 
 void Gemma3Problem::poison_output(cudaStream_t stream) { fill(constant(NAN), out_.as<bf16>(), out_elems(), stream); }
@@ -203,7 +205,7 @@ void Gemma3Problem::run_gpu_reference(cudaStream_t stream, bool fp32_scores) {
   in.hidden_states = hidden_.as<bf16>();
   in.cos = cos_.as<bf16>();
   in.sin = sin_.as<bf16>();
-  in.mask = mask_.as<bf16>();
+  in.mask = mask();
   in.q_proj_weight = wq_.as<bf16>();
   in.k_proj_weight = wk_.as<bf16>();
   in.v_proj_weight = wv_.as<bf16>();
@@ -216,8 +218,12 @@ void Gemma3Problem::run_gpu_reference(cudaStream_t stream, bool fp32_scores) {
 }
 
 std::vector<float> Gemma3Problem::download(const DeviceBuffer& buf, int64_t n, cudaStream_t stream) const {
+  return download(buf.as<bf16>(), n, stream);
+}
+
+std::vector<float> Gemma3Problem::download(const bf16* src, int64_t n, cudaStream_t stream) const {
   std::vector<uint16_t> bits(static_cast<size_t>(n));
-  GK_TK_CUDA(cudaMemcpyAsync(bits.data(), buf.get(), bits.size() * 2, cudaMemcpyDeviceToHost, stream));
+  GK_TK_CUDA(cudaMemcpyAsync(bits.data(), src, bits.size() * 2, cudaMemcpyDeviceToHost, stream));
   GK_TK_CUDA(cudaStreamSynchronize(stream));
   return bf16_to_float(bits);
 }
@@ -228,7 +234,7 @@ void Gemma3Problem::run_cpu_reference(cudaStream_t stream, bool fp32_scores) {
   const auto hs = download(hidden_, M * c.hidden, stream);
   const auto cs = download(cos_, M * D, stream);
   const auto sn = download(sin_, M * D, stream);
-  const auto mk = mask_.get() ? download(mask_, c.batch * c.seq_len * c.seq_len, stream) : std::vector<float>();
+  const auto mk = mask() ? download(mask(), c.batch * c.seq_len * c.seq_len, stream) : std::vector<float>();
   const auto wq = download(wq_, c.num_q_heads * D * c.hidden, stream);
   const auto wk = download(wk_, c.num_kv_heads * D * c.hidden, stream);
   const auto wv = download(wv_, c.num_kv_heads * D * c.hidden, stream);

@@ -63,7 +63,9 @@ gk_ref::AudioDims ref_dims(const gk_audio_qkv_config& c);
 
 class Gemma3Problem {
  public:
-  explicit Gemma3Problem(const gk_gemma3_attention_config& config);
+  // mask_offset: the additive mask starts this many elements into its allocation (1: a mask that is 2-byte but
+  // not 4-byte aligned, as a sliced tensor can be).
+  explicit Gemma3Problem(const gk_gemma3_attention_config& config, int64_t mask_offset = 0);
 
   const gk_gemma3_attention_config& config() const { return config_; }
   gk_gemma3_attention_tensors tensors() const;
@@ -84,13 +86,16 @@ class Gemma3Problem {
 
   // Host copies (as floats) for the CPU reference and for tests.
   std::vector<float> download(const DeviceBuffer& buf, int64_t n, cudaStream_t stream) const;
+  std::vector<float> download(const __nv_bfloat16* src, int64_t n, cudaStream_t stream) const;
   std::vector<float> output(cudaStream_t stream) const { return download(out_, out_elems(), stream); }
   std::vector<float> reference_output(cudaStream_t stream) const { return download(ref_, out_elems(), stream); }
 
  private:
   int64_t out_elems() const { return config_.batch * config_.seq_len * config_.hidden; }
+  __nv_bfloat16* mask() const { return mask_.get() ? mask_.as<__nv_bfloat16>() + mask_offset_ : nullptr; }
 
   gk_gemma3_attention_config config_;
+  int64_t mask_offset_ = 0;
   DeviceBuffer hidden_, cos_, sin_, mask_, wq_, wk_, wv_, wo_, qn_, kn_, out_, ref_, workspace_;
 };
 
