@@ -172,8 +172,9 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
   const auto stage = [](int g) { return g % Tr::kStages; };
   const auto parity = [](int g) { return uint32_t(g / Tr::kStages) & 1u; };
   // Shared-memory descriptors are built once; a tile, stage or k-step offset is then a plain add to the
-  // address field (addresses stay below 256 KB, so the 14-bit field never carries). Building each one from its
-  // address cost ~170 integer and uniform instructions per key tile, a quarter of the loop body.
+  // address field (addresses stay below 256 KB, so the 14-bit field never carries). Rebuilding each from its
+  // address was most of the ~170 integer and uniform instructions per key tile ncu counted in the loop (a quarter
+  // of it); the time did not move either way (docs/perf-log.md v6.3).
   const uint64_t q_desc = device::smem_desc_sw128(q_rows, 16, 1024);
   const uint64_t k_desc = device::smem_desc_sw128(s_k, 16, 1024);
   // V is [keys][dims], dims contiguous: an MN-major B operand whose second 64 dims sit one box (16 KB) further.
