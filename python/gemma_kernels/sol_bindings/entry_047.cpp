@@ -35,13 +35,8 @@ void run(torch::Tensor hidden_states, torch::Tensor cos, torch::Tensor sin, torc
   t.q_norm_weight = gk_sol::desc(q_norm_weight);
   t.k_norm_weight = gk_sol::desc(k_norm_weight);
   t.out = gk_sol::desc(attn_output);
-  gk_sol::check(gk_gemma3_attention_check(&c, &t));
-  size_t bytes = 0;
-  gk_sol::check(gk_gemma3_attention_workspace_size(&c, &bytes));
-  const torch::Tensor ws = gk_sol::workspace(bytes, hidden_states.device());
-  const auto stream = reinterpret_cast<gk_stream_t>(at::cuda::getCurrentCUDAStream().stream());
-  gk_sol::check(gk_gemma3_attention_forward(gk_sol::handle_for(hidden_states.get_device()), &c, &t,
-                                            ws.data_ptr(), bytes, stream));
+  gk_sol::run_operator(gk_gemma3_attention_check, gk_gemma3_attention_workspace_size, gk_gemma3_attention_forward,
+                       c, t, hidden_states);
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("run", &run, "gemma-kernels Gemma3 attention layer (L1/047)"); }

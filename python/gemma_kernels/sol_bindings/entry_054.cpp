@@ -28,13 +28,7 @@ void run(torch::Tensor hidden_states, torch::Tensor q_proj_weight, torch::Tensor
   t.query_states = gk_sol::desc(query_states);
   t.key_states = gk_sol::desc(key_states);
   t.value_states = gk_sol::desc(value_states);
-  gk_sol::check(gk_audio_qkv_check(&c, &t));
-  size_t bytes = 0;
-  gk_sol::check(gk_audio_qkv_workspace_size(&c, &bytes));
-  const torch::Tensor ws = gk_sol::workspace(bytes, hidden_states.device());
-  const auto stream = reinterpret_cast<gk_stream_t>(at::cuda::getCurrentCUDAStream().stream());
-  gk_sol::check(gk_audio_qkv_forward(gk_sol::handle_for(hidden_states.get_device()), &c, &t, ws.data_ptr(), bytes,
-                                     stream));
+  gk_sol::run_operator(gk_audio_qkv_check, gk_audio_qkv_workspace_size, gk_audio_qkv_forward, c, t, hidden_states);
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("run", &run, "gemma-kernels audio QKV projection (L1/054)"); }

@@ -65,4 +65,19 @@ inline torch::Tensor workspace(size_t bytes, const torch::Device& device) {
   return torch::empty({static_cast<int64_t>(bytes)}, torch::TensorOptions().dtype(torch::kUInt8).device(device));
 }
 
+// What every entry point does once its config and descriptors are filled: the operator's contract check, a
+// workspace of the queried size from PyTorch's allocator, and the forward call on the current stream.
+template <class Config, class Tensors>
+void run_operator(gk_status (*check_call)(const Config*, const Tensors*),
+                  gk_status (*workspace_size)(const Config*, size_t*),
+                  gk_status (*forward)(gk_handle_t, const Config*, const Tensors*, void*, size_t, gk_stream_t),
+                  const Config& c, const Tensors& t, const torch::Tensor& anchor) {
+  check(check_call(&c, &t));
+  size_t bytes = 0;
+  check(workspace_size(&c, &bytes));
+  const torch::Tensor ws = workspace(bytes, anchor.device());
+  const auto stream = reinterpret_cast<gk_stream_t>(at::cuda::getCurrentCUDAStream().stream());
+  check(forward(handle_for(anchor.get_device()), &c, &t, ws.data_ptr(), bytes, stream));
+}
+
 }  // namespace gk_sol
