@@ -35,23 +35,21 @@ struct Qkv3xTf32Traits {
   static constexpr uint32_t kStageBytes = 2 * kRawBytes;  // + A small, B small at the same offsets
   static constexpr int kConsumerWarps = 8;
   static constexpr size_t kSmemBytes = 1024 + size_t(kStages) * kStageBytes + 3 * 8 * kStages;
-  static constexpr int kConsumerRegs = 224, kOtherRegs = 56;  // 256 * 224 + 128 * 56 <= 64K
+  // setmaxnreg moves registers within what the CTA got at launch: 384 threads x 168 (ptxas's limit for one CTA of
+  // 384 per SM); asking for more than that would stall the warpgroups for ever.
+  static constexpr int kConsumerRegs = 224, kOtherRegs = 56;
   static_assert(kBM == QkvTile::kRows && kBN == QkvTile::kCols, "the epilogue's tile");
   static_assert(QkvTile::kParkBytes <= size_t(kStages) * kStageBytes, "partials fit in the ring");
-  static_assert(256 * kConsumerRegs + 128 * kOtherRegs <= 65536, "register file");
+  static_assert(256 * kConsumerRegs + 128 * kOtherRegs <= kThreads * (65536 / kThreads / 8 * 8), "register budget");
 };
 
 namespace qkv3_detail {
 
-__device__ __forceinline__ float rna_tf32(float x) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return __uint_as_float(r);
-}
-
 // x - big rounded; zero where big is not finite (Inf inputs, or finite ones whose rounding overflows), so an
 // infinite input gives an infinite product as in fp32 rather than Inf - Inf = NaN.
-__device__ __forceinline__ float small_part(float x, float big) { return isfinite(big) ? rna_tf32(x - big) : 0.f; }
+__device__ __forceinline__ float small_part(float x, float big) {
+  return isfinite(big) ? device::round_tf32(x - big) : 0.f;
+}
 
 // One landed stage split by 96 threads: the raw A and B tiles (one contiguous 32 KB run; the split is elementwise,
 // so the swizzle carries over) become big in place and small kRawBytes further on.
@@ -60,8 +58,10 @@ __device__ __forceinline__ void split_stage(uint32_t stage, int t) {
   constexpr int kChunks = Tr::kRawBytes / 16;
   for (int c = t; c < kChunks; c += Tr::kSplitThreads) {
     const uint4 v = device::ld_shared_v4(stage + 16u * c);
-    const float4 x = make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z), __uint_as_float(v.w));
-    const float4 big = make_float4(rna_tf32(x.x), rna_tf32(x.y), rna_tf32(x.z), rna_tf32(x.w));
+    const float4 x =
+        make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z), __uint_as_float(v.w));
+    const float4 big = make_float4(device::round_tf32(x.x), device::round_tf32(x.y), device::round_tf32(x.z),
+                                   device::round_tf32(x.w));
     const float4 small = make_float4(small_part(x.x, big.x), small_part(x.y, big.y), small_part(x.z, big.z),
                                      small_part(x.w, big.w));
     device::st_shared_v4(stage + 16u * c, make_uint4(__float_as_uint(big.x), __float_as_uint(big.y),
@@ -157,7 +157,8 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
     const uint32_t a_small = a_big + Tr::kRawBytes, b_small = b_big + Tr::kRawBytes;
 #pragma unroll
     for (int kk = 0; kk < Tr::kBK / 8; ++kk) {
-      // 8 tf32 = 32 bytes along the swizzled row; small products first, while the block sum is small.
+      // 8 tf32 = 32 bytes along the swizzled row; per k-step the two small products go in before the big one (the
+      // block's chain is only 12 MMAs long, so their order barely matters: the promotion is what keeps error low).
       const uint32_t o = kk * 32;
       device::wgmma_m64n128k8_tf32_ss(d, device::smem_desc_sw128(a_small + o, 16, 1024),
                                       device::smem_desc_sw128(b_big + o, 16, 1024), kk > 0);

@@ -1,5 +1,6 @@
-// Launch of the fused tf32 audio QKV kernel: the K split (a cluster of CTAs along z) is chosen from the grid the
-// row tiles alone would give, so small M still spreads the weight stream over most SMs.
+// Launch of the fused audio QKV kernels (tf32, and 3xTF32 for the exact mode): the K split (a cluster of CTAs along
+// z) is chosen from the grid the row tiles alone would give, so small M still spreads the weight stream over most
+// SMs.
 #include <cuda_runtime.h>
 
 #include <initializer_list>
@@ -49,6 +50,9 @@ Status encode_maps(const QkvGemmParams& p, Maps* maps) {
 // K split; they differ in threads, shared memory and how long a K-block takes.
 template <class Tr, template <bool> class Kernel>
 Status launch_fused(const QkvGemmParams& params, std::initializer_list<int> splits, cudaStream_t stream) {
+  // supported() and the tensor maps are written for QkvGemmTraits' tile and TMA box.
+  static_assert(Tr::kBM == QkvGemmTraits::kBM && Tr::kBN == QkvGemmTraits::kBN && Tr::kBK == QkvGemmTraits::kBK,
+                "one tile shape for both kernels");
   QkvGemmParams p = params;
   if (!supported(p.m, p.k_dim, p.heads)) {
     return detail::error(GK_STATUS_INVALID_ARGUMENT, "%s: M = %d, hidden %d, %d heads are outside the fused kernel's grid",
@@ -109,9 +113,10 @@ Status qkv_gemm_exact_chosen(int64_t rows, int64_t hidden, int64_t heads, bool* 
   *fused = false;
   if (!supported(rows, hidden, heads)) return Status::Ok();
   // GK_AUDIO_EXACT_PATH=fused|cublas pins the path (tests run every shape through both).
+  enum { kFused = 0, kCublas = 1 };  // the choices' indices
   static const int forced = detail::env_choice("GK_AUDIO_EXACT_PATH", {"fused", "cublas"});
   if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_EXACT_PATH", "fused|cublas");
-  *fused = forced != 1;
+  *fused = forced != kCublas;
   return Status::Ok();
 }
 

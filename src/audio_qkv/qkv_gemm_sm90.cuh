@@ -43,11 +43,9 @@ struct QkvGemmTraits {
 
 namespace qkv_detail {
 
-// Round to nearest tf32, ties away from zero; Inf and NaN pass through.
+// device::round_tf32 on raw bits.
 __device__ __forceinline__ uint32_t round_tf32(uint32_t x) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(x)));
-  return r;
+  return __float_as_uint(device::round_tf32(__uint_as_float(x)));
 }
 
 // One landed stage (both tiles, one contiguous run: rounding is elementwise, so the swizzle does not matter)

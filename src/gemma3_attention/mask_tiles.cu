@@ -216,8 +216,8 @@ Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, cudaStream
   cp.bits = s.bits;
   // groups * batch <= (S / 256 + 1) * batch, far below 2^31 under the layer's batch * S < 2^31.
   const dim3 grid(static_cast<unsigned>(cp.groups * int64_t(p->batch)), static_cast<unsigned>(parts));
-  const bool pairs = p->seq_len % 2 == 0 && reinterpret_cast<uintptr_t>(p->mask) % 4 == 0;
-  if (pairs) {
+  // The condition under which the kernels load mask pairs as words (launch_attention sets it) is this one's too.
+  if (p->mask_pairs) {
     classify_kernel<true><<<grid, 256, 0, stream>>>(cp);
   } else {
     classify_kernel<false><<<grid, 256, 0, stream>>>(cp);

@@ -147,7 +147,8 @@ std::vector<Variant> variants() {
   const auto additive = [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_ADDITIVE; };
   // Every score strongly negative (Hq == Hkv, anti-aligned keys): the far negative end of the softcap's range,
   // where every probability of a row measured from the cap's bound instead of its running max would be tiny
-  // (~2^-86 with norm weights 0, below fp32's normal range with 1): the softmax must stay relative to the row.
+  // (~2^-86 with norm weights 0; ~2^-121 with 1, a few binades above fp32's flush to zero, where the row's
+  // smaller probabilities would vanish): the softmax must stay relative to the row.
   const auto heads8 = [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 8; };
   Gemma3Recipe negative_mild, negative_far;
   negative_mild.anti_aligned_norm_weight = 0.f;
@@ -160,7 +161,8 @@ std::vector<Variant> variants() {
       {"softcap_saturated", base, saturate, /*official_applies=*/false},
       {"padding_mask_fully_masked_rows", with(base, additive), padded},
       {"causal_mask_tensor", with(base, additive), {}},
-      // A mask 2-byte but not 4-byte aligned (its classification loads element by element); S even and odd.
+      // A mask 2-byte but not 4-byte aligned: its classification and value loads go element by element (odd S
+      // does that at any alignment; the S = 1500 one is the case alignment alone decides).
       {"causal_mask_tensor_unaligned", with(base, additive), {}, true, 1},
       {"sliding_window_mask_s1500_unaligned", with(suite_shape(1, 1500), additive), window, true, 1},
       // Key tiles left of the band are skipped; -inf and the lowest bf16 as the masked value.
@@ -268,6 +270,14 @@ std::vector<Variant> small_variants() {
     x.batch = 2;
     x.seq_len = 201;
   });
+  const auto additive_s130 = with(c, [](gk_gemma3_attention_config& x) {
+    x.mask_mode = GK_MASK_ADDITIVE;
+    x.seq_len = 130;
+  });
+  const auto additive_s200 = with(c, [](gk_gemma3_attention_config& x) {
+    x.mask_mode = GK_MASK_ADDITIVE;
+    x.seq_len = 200;
+  });
   return {
       {"causal_softcap", c, {}},
       {"additive_padded", with(c, [](gk_gemma3_attention_config& x) { x.mask_mode = GK_MASK_ADDITIVE; x.softcap = 0.f; }), padded},
@@ -277,6 +287,11 @@ std::vector<Variant> small_variants() {
       {"additive_window_s201", additive_s201, window},  // tiles left of the band skipped
       {"additive_dead_rows_s201", additive_s201, dead_rows},
       {"additive_window_s201_unaligned", additive_s201, window, true, 1},
+      // Even S with a partial last 64-column part, the mask 4-byte aligned (pair loads) and not (element loads).
+      {"additive_padded_s130", additive_s130, padded},
+      {"additive_padded_s130_unaligned", additive_s130, padded, true, 1},
+      {"additive_window_s200", additive_s200, window},
+      {"additive_window_s200_unaligned", additive_s200, window, true, 1},
   };
 }
 

@@ -1,5 +1,5 @@
-// The library's developer overrides (GK_ATTENTION_KERNEL, GK_PROJ_PATH, GK_AUDIO_TF32_PATH): a value that is none
-// of the choices must become an error, never a silent fall-back to the automatic path.
+// The library's developer overrides (GK_ATTENTION_KERNEL, GK_PROJ_PATH, GK_AUDIO_TF32_PATH, GK_AUDIO_EXACT_PATH): a
+// value that is none of the choices must become an error, never a silent fall-back to the automatic path.
 #include <gtest/gtest.h>
 
 #include <cstdlib>

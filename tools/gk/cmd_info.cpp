@@ -37,7 +37,8 @@ int info() {
       "    norm weight offset and query scale; masks: causal (tensor not read), additive bf16 [B,1,S,S], none\n"
       "    not yet: head_dim 256, sliding-window masks\n"
       "  audio_qkv (fp32): head_dim 128; hidden a multiple of 64; num_heads >= 1; precision tf32 (inputs rounded\n"
-      "    to nearest tf32, tensor cores) or exact (fp32 FMA)\n"
+      "    to nearest tf32, tensor cores) or exact (3xTF32 tensor cores with fp32 promotion; fp32 cuBLAS past\n"
+      "    8388480 rows)\n"
       "  target: sm_90a (H100, H200)\n");
   return 0;
 }
