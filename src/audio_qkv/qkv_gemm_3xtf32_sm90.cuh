@@ -20,6 +20,7 @@
 
 #include "audio_qkv/params.hpp"
 #include "audio_qkv/qkv_epilogue.cuh"
+#include "audio_qkv/qkv_ring.cuh"
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
 
@@ -81,12 +82,8 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
                             const QkvGemmParams p) {
   using Tr = Qkv3xTf32Traits;
   extern __shared__ unsigned char smem_raw[];
-  const uint32_t base = (device::smem_addr(smem_raw) + 1023u) & ~1023u;  // swizzle atoms need 1024-byte alignment
-  const uint32_t bar = base + Tr::kStages * Tr::kStageBytes;
-  const auto stage = [&](int s) { return base + s * Tr::kStageBytes; };
-  const auto full = [&](int s) { return bar + 8u * s; };                       // TMA landed
-  const auto ready = [&](int s) { return bar + 8u * (Tr::kStages + s); };      // split
-  const auto empty = [&](int s) { return bar + 8u * (2 * Tr::kStages + s); };  // consumed
+  const QkvRing<Tr> ring(smem_raw);  // ready = split
+  const auto stage = [&](int s) { return ring.stage(s); };
 
   const int n_tile = blockIdx.x;  // which * heads + head
   const int which = n_tile / p.heads, head = n_tile % p.heads;
@@ -94,14 +91,7 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
   const int kb0 = blockIdx.z * p.k_blocks;
   const int lane = threadIdx.x % 32;
 
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < Tr::kStages; ++s) {
-      device::mbar_init(full(s), 1);
-      device::mbar_init(ready(s), Tr::kSplitThreads);
-      device::mbar_init(empty(s), Tr::kConsumerWarps);
-    }
-    device::mbar_fence_init();
-  }
+  if (threadIdx.x == 0) ring.init(Tr::kSplitThreads);
   __syncthreads();
 
   const int warpgroup = threadIdx.x / 128;
@@ -111,26 +101,17 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
       // ---------------- TMA warp ----------------
       if (lane == 0) {
         const CUtensorMap* w_map = which == 0 ? &wq_map : (which == 1 ? &wk_map : &wv_map);
-        device::tma_prefetch_descriptor(&hs_map);
-        device::tma_prefetch_descriptor(w_map);
-        for (int i = 0; i < p.k_blocks; ++i) {
-          const int s = i % Tr::kStages, round = i / Tr::kStages;
-          const int col = (kb0 + i) * Tr::kBK;
-          if (round > 0) device::mbar_wait(empty(s), (round - 1) & 1);
-          device::mbar_arrive_expect_tx(full(s), Tr::kRawBytes);
-          device::tma_load_2d(stage(s), &hs_map, full(s), col, m0);
-          device::tma_load_2d(stage(s) + Tr::kTileBytes, w_map, full(s), col, head * Tr::kBN);
-        }
+        ring.load(&hs_map, w_map, kb0, p.k_blocks, m0, head * Tr::kBN);
       }
     } else {
       // ---------------- split warps ----------------
       const int t = threadIdx.x - 256;
       for (int i = 0; i < p.k_blocks; ++i) {
         const int s = i % Tr::kStages;
-        device::mbar_wait(full(s), (i / Tr::kStages) & 1);
+        device::mbar_wait(ring.full(s), (i / Tr::kStages) & 1);
         qkv3_detail::split_stage(stage(s), t);
         device::fence_proxy_async_shared();  // wgmma reads through the async proxy
-        device::mbar_arrive(ready(s));
+        device::mbar_arrive(ring.ready(s));
       }
     }
     if constexpr (kClusterSplit) {
@@ -151,7 +132,7 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
   // Issues K-block i's 12 MMAs into `d`; the first starts a fresh sum, so each block's chain starts at zero.
   const auto issue = [&](float (&d)[16][4], int i) {
     const int s = i % Tr::kStages;
-    device::mbar_wait(ready(s), (i / Tr::kStages) & 1);
+    device::mbar_wait(ring.ready(s), (i / Tr::kStages) & 1);
     device::wgmma_fence();
     const uint32_t a_big = stage(s) + wg * 64 * 128, b_big = stage(s) + Tr::kTileBytes;
     const uint32_t a_small = a_big + Tr::kRawBytes, b_small = b_big + Tr::kRawBytes;
@@ -179,7 +160,7 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
       acc[j][2] += d[j][2];
       acc[j][3] += d[j][3];
     }
-    if (lane == 0) device::mbar_arrive(empty(i % Tr::kStages));
+    if (lane == 0) device::mbar_arrive(ring.empty(i % Tr::kStages));
   };
 
   // Two blocks per trip, each accumulator array indexed by a constant: block i+1's MMAs run while block i is
@@ -200,7 +181,7 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
     promote(blk[0], i);
   }
 
-  store_qkv_tile<kClusterSplit>(acc, p, which, head, m0, wg, base);
+  store_qkv_tile<kClusterSplit>(acc, p, which, head, m0, wg, ring.base);
 }
 
 }  // namespace gk::audio

@@ -22,6 +22,7 @@
 
 #include "audio_qkv/params.hpp"
 #include "audio_qkv/qkv_epilogue.cuh"
+#include "audio_qkv/qkv_ring.cuh"
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
 
@@ -78,13 +79,9 @@ __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
   using Tr = QkvGemmTraits;
   using namespace qkv_detail;
   extern __shared__ unsigned char smem_raw[];
-  const uint32_t base = (device::smem_addr(smem_raw) + 1023u) & ~1023u;  // swizzle atoms need 1024-byte alignment
-  const uint32_t bar = base + Tr::kStages * Tr::kStageBytes;
-  const auto stage_a = [&](int s) { return base + s * Tr::kStageBytes; };
-  const auto stage_b = [&](int s) { return base + s * Tr::kStageBytes + Tr::kTileBytes; };
-  const auto full = [&](int s) { return bar + 8u * s; };                       // TMA landed
-  const auto ready = [&](int s) { return bar + 8u * (Tr::kStages + s); };      // rounded
-  const auto empty = [&](int s) { return bar + 8u * (2 * Tr::kStages + s); };  // consumed
+  const QkvRing<Tr> ring(smem_raw);  // ready = rounded
+  const auto stage_a = [&](int s) { return ring.stage(s); };
+  const auto stage_b = [&](int s) { return ring.stage(s) + Tr::kTileBytes; };
 
   const int n_tile = blockIdx.x;  // which * heads + head
   const int which = n_tile / p.heads, head = n_tile % p.heads;
@@ -92,14 +89,7 @@ __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
   const int kb0 = blockIdx.z * p.k_blocks;
   const int lane = threadIdx.x % 32;
 
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < Tr::kStages; ++s) {
-      device::mbar_init(full(s), 1);
-      device::mbar_init(ready(s), 128);
-      device::mbar_init(empty(s), Tr::kConsumerWarps);
-    }
-    device::mbar_fence_init();
-  }
+  if (threadIdx.x == 0) ring.init(128);
   __syncthreads();
 
   const int warpgroup = threadIdx.x / 128;
@@ -108,26 +98,17 @@ __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
       // ---------------- TMA warp ----------------
       if (lane == 0) {
         const CUtensorMap* w_map = which == 0 ? &wq_map : (which == 1 ? &wk_map : &wv_map);
-        device::tma_prefetch_descriptor(&hs_map);
-        device::tma_prefetch_descriptor(w_map);
-        for (int i = 0; i < p.k_blocks; ++i) {
-          const int s = i % Tr::kStages, round = i / Tr::kStages;
-          const int col = (kb0 + i) * Tr::kBK;
-          if (round > 0) device::mbar_wait(empty(s), (round - 1) & 1);
-          device::mbar_arrive_expect_tx(full(s), Tr::kStageBytes);
-          device::tma_load_2d(stage_a(s), &hs_map, full(s), col, m0);
-          device::tma_load_2d(stage_b(s), w_map, full(s), col, head * Tr::kBN);
-        }
+        ring.load(&hs_map, w_map, kb0, p.k_blocks, m0, head * Tr::kBN);
       }
     } else {
       // ---------------- rounding groups ----------------
       const int group = warpgroup - 2, t = threadIdx.x % 128;
       for (int i = group; i < p.k_blocks; i += Tr::kRoundGroups) {
         const int s = i % Tr::kStages;
-        device::mbar_wait(full(s), (i / Tr::kStages) & 1);
+        device::mbar_wait(ring.full(s), (i / Tr::kStages) & 1);
         round_stage(stage_a(s), t);
         device::fence_proxy_async_shared();
-        device::mbar_arrive(ready(s));
+        device::mbar_arrive(ring.ready(s));
       }
     }
     if constexpr (kClusterSplit) {
@@ -145,7 +126,7 @@ __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
 
   for (int i = 0; i < p.k_blocks; ++i) {
     const int s = i % Tr::kStages;
-    device::mbar_wait(ready(s), (i / Tr::kStages) & 1);
+    device::mbar_wait(ring.ready(s), (i / Tr::kStages) & 1);
     device::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Tr::kBK / 8; ++kk) {
@@ -156,12 +137,12 @@ __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
     device::wgmma_commit();
     device::wgmma_wait<1>();
     device::fence_accumulators(acc);
-    if (i > 0 && lane == 0) device::mbar_arrive(empty((i - 1) % Tr::kStages));
+    if (i > 0 && lane == 0) device::mbar_arrive(ring.empty((i - 1) % Tr::kStages));
   }
   device::wgmma_wait<0>();
   device::fence_accumulators(acc);
 
-  store_qkv_tile<kClusterSplit>(acc, p, which, head, m0, wg, base);
+  store_qkv_tile<kClusterSplit>(acc, p, which, head, m0, wg, ring.base);
 }
 
 }  // namespace gk::audio
