@@ -57,13 +57,16 @@ for k in wgmma mma; do
   step "gemma3 tests, attention=$k" env GK_ATTENTION_KERNEL=$k "$BUILD/bin/gk_gpu_tests" \
     --gtest_filter='*Gemma3*:*W047*:GpuTest.*' --gtest_brief=1
 done
-for pp in fused cublas; do
+# fused: the fused kernels (the O projection too); split / persistent: one fused kernel on every shape it takes.
+for pp in fused cublas split persistent; do
   step "gemma3 tests, projections=$pp" env GK_PROJ_PATH=$pp "$BUILD/bin/gk_gpu_tests" \
     --gtest_filter='*Gemma3*:*W047*:GpuTest.*' --gtest_brief=1
 done
-for a in fused cublas; do
+for a in cublas split persistent; do
   step "audio tests, tf32 path=$a" env GK_AUDIO_TF32_PATH=$a "$BUILD/bin/gk_gpu_tests" \
-    --gtest_filter='*Audio*:*W054*' --gtest_brief=1
+    --gtest_filter='*Audio*tf32*:*AudioRounding*:*W054*' --gtest_brief=1
+done
+for a in fused cublas; do
   step "audio tests, exact path=$a" env GK_AUDIO_EXACT_PATH=$a "$BUILD/bin/gk_gpu_tests" \
     --gtest_filter='*Audio*exact*:*AudioExactVsFp32*' --gtest_brief=1
 done
@@ -78,10 +81,17 @@ if command -v compute-sanitizer > /dev/null; then
     --gtest_filter='Small/Gemma3Small.*causal_softcap:Small/Gemma3Small.*s130*' --gtest_brief=1
   step "racecheck (audio fused tf32, small)" compute-sanitizer --tool racecheck --error-exitcode 1 \
     "$BUILD/bin/gk_gpu_tests" --gtest_filter='*AudioSmall*tf32*:*AudioRounding*tf32_rows586*' --gtest_brief=1
-  step "racecheck (fused projections, small)" env GK_PROJ_PATH=fused compute-sanitizer --tool racecheck \
-    --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" --gtest_filter='Small/Gemma3Small.*' --gtest_brief=1
-  step "synccheck (fused projections, small)" env GK_PROJ_PATH=fused compute-sanitizer --tool synccheck \
-    --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" --gtest_filter='Small/Gemma3Small.*' --gtest_brief=1
+  for pp in split persistent; do
+    for tool in racecheck synccheck; do
+      step "$tool (projections=$pp, small)" env GK_PROJ_PATH=$pp compute-sanitizer --tool $tool \
+        --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" --gtest_filter='Small/Gemma3Small.*' --gtest_brief=1
+    done
+  done
+  for tool in memcheck racecheck synccheck; do
+    step "$tool (audio persistent tf32, small)" env GK_AUDIO_TF32_PATH=persistent compute-sanitizer --tool $tool \
+      --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" --gtest_filter='*AudioSmall*tf32*:*AudioRounding*tf32_rows586*' \
+      --gtest_brief=1
+  done
   step "synccheck (audio fused tf32, small)" compute-sanitizer --tool synccheck --error-exitcode 1 \
     "$BUILD/bin/gk_gpu_tests" --gtest_filter='*AudioSmall*tf32*:*AudioRounding*tf32_rows4*' --gtest_brief=1
   for tool in racecheck synccheck; do

@@ -1,8 +1,11 @@
-// The per-head RMSNorm (weight offset 0) of the audio QKV operator's cuBLASLt path, applied in place to q or k.
+// Memory-bound kernels of the audio QKV operator: the per-head RMSNorm (weight offset 0) of the cuBLASLt path,
+// applied in place to q or k, and the round-to-nearest tf32 copy of the three weights that the persistent tf32
+// GEMM reads.
 #include <algorithm>
 
 #include "audio_qkv/kernels.hpp"
 #include "common/cuda_check.hpp"
+#include "common/device/sm80_primitives.cuh"
 
 namespace gk::audio {
 
@@ -31,7 +34,34 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
                    __fdiv_rn(v.w, denom) * g.w);
 }
 
+// dst[w][i] = round_tf32(src_w[i]) for the three weights, 16 bytes per thread and step.
+__global__ void __launch_bounds__(256)
+    round_tf32_weights_kernel(const float4* __restrict__ w0, const float4* __restrict__ w1,
+                              const float4* __restrict__ w2, float4* __restrict__ dst, int64_t vec_each) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < 3 * vec_each; i += stride) {
+    const int which = static_cast<int>(i / vec_each);
+    const int64_t j = i - which * vec_each;
+    const float4 v = which == 0 ? w0[j] : (which == 1 ? w1[j] : w2[j]);
+    dst[i] = make_float4(device::round_tf32(v.x), device::round_tf32(v.y), device::round_tf32(v.z),
+                         device::round_tf32(v.w));
+  }
+}
+
 }  // namespace
+
+Status launch_round_tf32_weights(const float* const (&w)[3], float* dst, int64_t elems_each, cudaStream_t stream) {
+  if (elems_each % 4 != 0) {
+    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: weight copy of %lld elements is not whole float4s", kOp,
+                         static_cast<long long>(elems_each));
+  }
+  const int64_t vec = elems_each / 4;
+  const int64_t blocks = std::min<int64_t>((3 * vec + 255) / 256, 132 * 16);
+  round_tf32_weights_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
+      reinterpret_cast<const float4*>(w[0]), reinterpret_cast<const float4*>(w[1]),
+      reinterpret_cast<const float4*>(w[2]), reinterpret_cast<float4*>(dst), vec);
+  return detail::check_launch(kOp, "tf32 weight rounding launch");
+}
 
 Status launch_head_rmsnorm(float* x, const float* w, int64_t rows, int heads, int head_dim, float eps,
                            cudaStream_t stream) {

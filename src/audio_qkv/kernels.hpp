@@ -15,12 +15,20 @@ struct QkvGemmParams;
 // epilogue (qkv_gemm_sm90.cuh). Fills k_blocks itself.
 Status launch_qkv_gemm_tf32(const QkvGemmParams& params, cudaStream_t stream);
 
-// Whether the tf32 call takes the fused kernel: where the kernel can take the shape and its 128-row x one-head
-// tiles fit in one wave. There one launch (K split over a cluster when the grid is small) beats three cuBLASLt
-// GEMMs and a norm kernel; past one wave cuBLASLt's mainloop is faster than the fused kernel's (~175 against ~370
-// TFLOP/s at M = 8192 on the H200: docs/perf-log.md v3). GK_AUDIO_TF32_PATH=fused|cublas overrides the choice
-// (within what the kernel can take).
-Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, bool* fused);
+// Which kernel runs the tf32 mode: cuBLASLt + the norm kernel, the split kernel (qkv_gemm_sm90.cuh: one head per
+// 128-row tile, K split over a cluster for small grids, operands rounded in shared memory) or the persistent
+// head-tiled GEMM (common/head_gemm: A rounded in registers, the weights from a rounded copy in the workspace).
+enum class Tf32Path { kCublas, kSplit, kPersistent };
+
+// The split kernel where its tiles fit in one wave (one launch beats three cuBLASLt GEMMs and a norm kernel
+// there), the persistent one beyond. GK_AUDIO_TF32_PATH=fused|cublas|split|persistent pins the choice, within
+// what the pinned kernel can take (fused: the automatic choice between the two fused kernels).
+Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, Tf32Path* path);
+
+// The persistent tf32 path: rounds the three weights into `rounded_w` (3 * heads * 128 * hidden floats of
+// workspace), then one GEMM launch.
+Status launch_qkv_head_gemm_tf32(const QkvGemmParams& params, float* rounded_w, cudaStream_t stream);
+Status launch_round_tf32_weights(const float* const (&w)[3], float* dst, int64_t elems_each, cudaStream_t stream);
 
 // The exact mode's fused path: the same grid and epilogue on 3xTF32 (big + small tf32 parts of every operand, the
 // tensor-core sums promoted into fp32 every K-block: qkv_gemm_3xtf32_sm90.cuh). Taken wherever the kernel can take

@@ -1,10 +1,11 @@
-// The audio QKV operator: contract checks and orchestration. tf32 mode on shapes whose tiles fit in one wave is
-// one fused Hopper kernel (projections on tf32 tensor cores with inputs rounded to nearest, norms in the epilogue:
-// qkv_gemm_sm90.cuh); exact mode is the same kernel structure on 3xTF32 with per-K-block promotion
-// (qkv_gemm_3xtf32_sm90.cuh). Larger tf32 shapes, and exact mode where the fused kernel cannot take the shape or
-// GK_AUDIO_EXACT_PATH=cublas pins it, run three cuBLASLt GEMMs (fast-tf32, whose kernels round their operands to
-// nearest as the GPU test AudioRounding checks, or fp32 FMA) and normalize q and k in place beside the next GEMM.
-// (3xTF32 through cuBLASLt was measured and dropped: docs/perf-log.md v5.5.)
+// The audio QKV operator: contract checks and orchestration. tf32 mode is one fused Hopper kernel (projections on
+// tf32 tensor cores with inputs rounded to nearest, norms in the epilogue): on shapes whose tiles fit in one wave
+// the split kernel (qkv_gemm_sm90.cuh), beyond it the persistent head-tiled GEMM (common/head_gemm) after a pass
+// that rounds the weights into the workspace. Exact mode is the split kernel's structure on 3xTF32 with
+// per-K-block promotion (qkv_gemm_3xtf32_sm90.cuh). Where no fused kernel takes the shape, or a developer override
+// pins it, three cuBLASLt GEMMs (fast-tf32, whose kernels round their operands to nearest as the GPU test
+// AudioRounding checks, or fp32 FMA) run and normalize q and k in place beside the next GEMM. (3xTF32 through
+// cuBLASLt was measured and dropped: docs/perf-log.md v5.5.)
 #include <cmath>
 #include <cstdint>
 
@@ -61,15 +62,15 @@ Status check_config(const AudioQkvConfig& c) {
 
 struct Layout {
   void* gemm_workspace = nullptr;
+  float* rounded_w = nullptr;  // tf32 mode: the three weights rounded to tf32, for the persistent kernel
   size_t bytes = 0;
 };
 
-// The operator needs only cuBLASLt's workspace; the config stays in the signature so workspace size and carving
-// cannot drift apart when a variant needs staging again.
-Layout carve(const AudioQkvConfig& /*config*/, void* base) {
+Layout carve(const AudioQkvConfig& c, void* base) {
   detail::WorkspaceCarver w(base);
   Layout l;
   l.gemm_workspace = w.take_bytes(detail::kGemmWorkspaceBytes);
+  if (c.precision == GK_PRECISION_TF32) l.rounded_w = w.take<float>(3 * c.num_heads * c.head_dim * c.hidden);
   l.bytes = w.bytes();
   return l;
 }
@@ -119,8 +120,10 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
   const int64_t n = c.num_heads * c.head_dim;
 
   bool fused = false;
+  audio::Tf32Path tf32_path = audio::Tf32Path::kCublas;
   if (c.precision == GK_PRECISION_TF32) {
-    GK_RETURN_IF_ERROR(audio::qkv_gemm_tf32_chosen(rows, c.hidden, c.num_heads, &fused));
+    GK_RETURN_IF_ERROR(audio::qkv_gemm_tf32_chosen(rows, c.hidden, c.num_heads, &tf32_path));
+    fused = tf32_path != audio::Tf32Path::kCublas;
   } else {
     GK_RETURN_IF_ERROR(audio::qkv_gemm_exact_chosen(rows, c.hidden, c.num_heads, &fused));
   }
@@ -139,6 +142,7 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
     p.k_dim = static_cast<int>(c.hidden);
     p.heads = static_cast<int>(c.num_heads);
     p.eps = c.eps;
+    if (tf32_path == audio::Tf32Path::kPersistent) return audio::launch_qkv_head_gemm_tf32(p, ws.rounded_w, stream);
     return c.precision == GK_PRECISION_TF32 ? audio::launch_qkv_gemm_tf32(p, stream)
                                             : audio::launch_qkv_gemm_3xtf32(p, stream);
   }

@@ -6,12 +6,14 @@
 #include <initializer_list>
 
 #include "audio_qkv/kernels.hpp"
+#include "audio_qkv/qkv_head_epilogue.cuh"
 #include "audio_qkv/qkv_gemm_3xtf32_sm90.cuh"
 #include "audio_qkv/qkv_gemm_sm90.cuh"
 #include "common/cluster_split.hpp"
 #include "common/cuda_check.hpp"
 #include "common/device_props.hpp"
 #include "common/env_choice.hpp"
+#include "common/head_gemm/head_gemm_launch.cuh"
 #include "common/tensor_map.hpp"
 
 namespace gk::audio {
@@ -86,23 +88,86 @@ struct ThreeTf32Kernel {
   static auto get() { return audio_qkv_3xtf32_kernel<kSplit>; }
 };
 
+// The persistent kernel with the weights read from a rounded copy, or (an experiment kept selectable by
+// GK_AUDIO_WEIGHT_ROUNDING=copy|smem) rounded in shared memory by the producer warpgroup.
+using HeadCopyCfg = head_gemm::Config<head_gemm::Operand::kTf32, false>;
+using HeadSmemCfg = head_gemm::Config<head_gemm::Operand::kTf32, true>;
+
+head_gemm::Operands head_operands(const QkvGemmParams& p, const float* const (&w)[3]) {
+  head_gemm::Operands o;
+  o.m = p.m;
+  o.k = p.k_dim;
+  o.a = p.hidden;
+  o.segments = 3;
+  for (int s = 0; s < 3; ++s) {
+    o.w[s] = w[s];
+    o.heads[s] = p.heads;
+  }
+  return o;
+}
+
+// The operator's contract already guarantees 16-byte aligned tensors; the shape decides.
+bool persistent_supported(int64_t rows, int64_t hidden, int64_t heads) {
+  head_gemm::Operands o;
+  o.m = rows;
+  o.k = hidden;
+  o.segments = 3;
+  for (int s = 0; s < 3; ++s) o.heads[s] = heads;
+  return head_gemm::shape_supported<HeadCopyCfg>(o);
+}
+
 }  // namespace
 
-Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, bool* fused) {
+Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, Tf32Path* path) {
   using Tr = QkvGemmTraits;
-  *fused = false;
-  if (!supported(rows, hidden, heads)) return Status::Ok();
-  // GK_AUDIO_TF32_PATH=fused|cublas pins the path (tests run every shape through both; benchmarks compare).
-  static const int forced = detail::env_choice("GK_AUDIO_TF32_PATH", {"fused", "cublas"});
-  if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_TF32_PATH", "fused|cublas");
-  if (forced >= 0) {
-    *fused = forced == 0;
+  *path = Tf32Path::kCublas;
+  // GK_AUDIO_TF32_PATH pins the path (tests run every shape through each; benchmarks compare).
+  enum { kFused = 0, kCublas = 1, kSplitOnly = 2, kPersistentOnly = 3 };  // the choices' indices
+  static const int forced = detail::env_choice("GK_AUDIO_TF32_PATH", {"fused", "cublas", "split", "persistent"});
+  if (forced == detail::kEnvInvalid) {
+    return detail::env_error(kOp, "GK_AUDIO_TF32_PATH", "fused|cublas|split|persistent");
+  }
+  if (forced == kCublas) return Status::Ok();
+  const bool split_ok = supported(rows, hidden, heads), persistent_ok = persistent_supported(rows, hidden, heads);
+  if (forced == kSplitOnly) {
+    if (split_ok) *path = Tf32Path::kSplit;
+    return Status::Ok();
+  }
+  if (forced == kPersistentOnly) {
+    if (persistent_ok) *path = Tf32Path::kPersistent;
     return Status::Ok();
   }
   int sms = 0;
   GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
-  *fused = (rows + Tr::kBM - 1) / Tr::kBM * 3 * heads <= sms;
+  if (split_ok && (rows + Tr::kBM - 1) / Tr::kBM * 3 * heads <= sms) {
+    *path = Tf32Path::kSplit;
+  } else if (persistent_ok) {
+    *path = Tf32Path::kPersistent;
+  }
   return Status::Ok();
+}
+
+Status launch_qkv_head_gemm_tf32(const QkvGemmParams& p, float* rounded_w, cudaStream_t stream) {
+  static const int rounding = detail::env_choice("GK_AUDIO_WEIGHT_ROUNDING", {"copy", "smem"});
+  if (rounding == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_WEIGHT_ROUNDING", "copy|smem");
+  HeadQkvEpilogue::Params ep{};
+  ep.out[0] = p.q;
+  ep.out[1] = p.k;
+  ep.out[2] = p.v;
+  ep.norm[0] = p.q_norm;
+  ep.norm[1] = p.k_norm;
+  ep.norm[2] = nullptr;
+  ep.out_row_stride = int64_t(p.heads) * 128;
+  ep.eps = p.eps;
+  if (rounding == 1) {
+    const float* const w[3] = {p.wq, p.wk, p.wv};
+    return head_gemm::launch<HeadSmemCfg, HeadQkvEpilogue>(kOp, head_operands(p, w), ep, stream);
+  }
+  const int64_t each = int64_t(p.heads) * 128 * p.k_dim;
+  const float* const src[3] = {p.wq, p.wk, p.wv};
+  GK_RETURN_IF_ERROR(launch_round_tf32_weights(src, rounded_w, each, stream));
+  const float* const w[3] = {rounded_w, rounded_w + each, rounded_w + 2 * each};
+  return head_gemm::launch<HeadCopyCfg, HeadQkvEpilogue>(kOp, head_operands(p, w), ep, stream);
 }
 
 Status launch_qkv_gemm_tf32(const QkvGemmParams& params, cudaStream_t stream) {

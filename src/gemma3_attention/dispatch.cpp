@@ -84,8 +84,9 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
     return gemm.run(what, shape, t.hidden_states.data, w.data, dst, ws.gemm_workspace, detail::kGemmWorkspaceBytes,
                     stream);
   };
-  // A single row tile (M <= 128): one fused kernel for q|k|v with the norm and RoPE in its epilogue (split-K over
-  // clusters: the weight read dominates). Otherwise three cuBLASLt GEMMs and the standalone norm/RoPE pass.
+  // One fused kernel for q|k|v with the norm and RoPE in its epilogue (split-K over a cluster for a single row
+  // tile, where the weight read dominates; the persistent head-tiled GEMM beyond). Where neither takes the
+  // operands: three cuBLASLt GEMMs and the standalone norm/RoPE pass.
   gemma3::ProjGemmOperands qkv_ops;
   qkv_ops.m = rows;
   qkv_ops.k = c.hidden;
@@ -106,10 +107,10 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
   qkv_ops.sin = static_cast<const bf16*>(t.sin.data);
   qkv_ops.eps = c.rms_norm_eps;
   qkv_ops.weight_offset = c.norm_weight_offset;
-  bool fused_qkv = false;
-  if (D == 128) GK_RETURN_IF_ERROR(gemma3::proj_gemm_chosen(qkv_ops, /*by_default=*/true, &fused_qkv));
-  if (fused_qkv) {
-    GK_RETURN_IF_ERROR(gemma3::launch_proj_gemm(qkv_ops, stream));
+  gemma3::ProjPath qkv_path = gemma3::ProjPath::kCublas;
+  if (D == 128) GK_RETURN_IF_ERROR(gemma3::proj_path_chosen(qkv_ops, /*fused_by_default=*/true, &qkv_path));
+  if (qkv_path != gemma3::ProjPath::kCublas) {
+    GK_RETURN_IF_ERROR(gemma3::launch_proj_gemm(qkv_ops, qkv_path, stream));
   } else {
     GK_RETURN_IF_ERROR(proj("gemma3_attention: q projection", t.q_proj_weight, Hq, q));
     GK_RETURN_IF_ERROR(proj("gemma3_attention: k projection", t.k_proj_weight, Hkv, k));
@@ -171,11 +172,11 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
   o_ops.heads[0] = c.hidden / 128;
   o_ops.out[0] = static_cast<bf16*>(t.out.data);
   o_ops.out_row_stride = c.hidden;
-  bool fused_o = false;
-  // The fused kernel's O projection is correct everywhere but slower than cuBLASLt at every suite shape measured
-  // so far (M = 128: 13.9 against 10.0 us), so it runs only when pinned (tests keep it covered).
-  if (c.hidden % 128 == 0) GK_RETURN_IF_ERROR(gemma3::proj_gemm_chosen(o_ops, /*by_default=*/false, &fused_o));
-  if (fused_o) return gemma3::launch_proj_gemm(o_ops, stream);
+  gemma3::ProjPath o_path = gemma3::ProjPath::kCublas;
+  // The fused kernels' O projection is correct everywhere but has not beaten cuBLASLt at a suite shape (M = 128:
+  // 13.9 against 10.0 us), so it runs only when pinned (tests keep it covered).
+  if (c.hidden % 128 == 0) GK_RETURN_IF_ERROR(gemma3::proj_path_chosen(o_ops, /*fused_by_default=*/false, &o_path));
+  if (o_path != gemma3::ProjPath::kCublas) return gemma3::launch_proj_gemm(o_ops, o_path, stream);
   const GemmShape o_shape{rows, c.hidden, Hq * D, Hq * D, Hq * D, c.hidden, GemmKind::kBf16};
   return gemm.run("gemma3_attention: o projection", o_shape, ws.attn, t.o_proj_weight.data, t.out.data,
                   ws.gemm_workspace, detail::kGemmWorkspaceBytes, stream);

@@ -32,12 +32,15 @@ struct ProjGemmOperands {
   float weight_offset = 0.f;
 };
 
-// Whether the fused kernel can take these operands (sizes, alignment for TMA and vector stores).
-bool proj_gemm_supported(const ProjGemmOperands& o);
-// Whether the layer should use it: supported, `by_default` (the measured winner for this projection), and a
-// single row tile (M <= 128) whose head tiles fit one wave; GK_PROJ_PATH=fused|cublas pins the choice for every
-// supported shape.
-Status proj_gemm_chosen(const ProjGemmOperands& o, bool by_default, bool* fused);
-Status launch_proj_gemm(const ProjGemmOperands& o, cudaStream_t stream);
+// Which kernel runs a projection: cuBLASLt (the O projection's default, and the fallback for operands no fused
+// kernel takes), the split kernel (proj_gemm_sm90.cuh: K split over a cluster, the q|k|v default for a single row
+// tile) or the persistent head-tiled GEMM (common/head_gemm: the q|k|v default past one row tile).
+enum class ProjPath { kCublas, kSplit, kPersistent };
+
+// The path for these operands. `fused_by_default`: a fused kernel wins for this projection (q|k|v with its norm
+// and RoPE), otherwise cuBLASLt is the default. GK_PROJ_PATH=fused|cublas|split|persistent pins the choice for every
+// shape the pinned kernel can take (fused: the split kernel for one row tile, the persistent one beyond).
+Status proj_path_chosen(const ProjGemmOperands& o, bool fused_by_default, ProjPath* path);
+Status launch_proj_gemm(const ProjGemmOperands& o, ProjPath path, cudaStream_t stream);
 
 }  // namespace gk::gemma3

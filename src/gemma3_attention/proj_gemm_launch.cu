@@ -1,6 +1,7 @@
-// Launch and path choice of the head-tiled projection GEMM (proj_gemm_sm90.cuh). The K split (a cluster of CTAs
-// along z) is chosen from the grid the tiles alone would give, so that few row tiles still spread the weight
-// stream over most SMs.
+// Launch and path choice of the layer's fused projection kernels: the split kernel (proj_gemm_sm90.cuh; its K split,
+// a cluster of CTAs along z, is chosen from the grid the tiles alone would give, so that a single row tile still
+// spreads the weight stream over most SMs) and the persistent head-tiled GEMM (common/head_gemm) with the
+// norm/RoPE epilogue of proj_epilogue_sm90.cuh.
 #include <cuda_runtime.h>
 
 #include "common/cluster_split.hpp"
@@ -8,7 +9,9 @@
 #include "common/device_props.hpp"
 #include "common/env_choice.hpp"
 #include "common/tensor_map.hpp"
+#include "common/head_gemm/head_gemm_launch.cuh"
 #include "gemma3_attention/kernels.hpp"
+#include "gemma3_attention/proj_epilogue_sm90.cuh"
 #include "gemma3_attention/proj_gemm_sm90.cuh"
 
 namespace gk::gemma3 {
@@ -96,9 +99,50 @@ Status launch_heads(const ProjGemmOperands& o, cudaStream_t stream) {
   return split > 1 ? launch<kHeads, true>(p, maps, grid, stream) : launch<kHeads, false>(p, maps, grid, stream);
 }
 
-}  // namespace
+using HeadCfg = head_gemm::Config<head_gemm::Operand::kBf16, false>;
 
-bool proj_gemm_supported(const ProjGemmOperands& o) {
+head_gemm::Operands head_operands(const ProjGemmOperands& o) {
+  head_gemm::Operands h;
+  h.m = o.m;
+  h.k = o.k;
+  h.a = o.a;
+  h.segments = o.segments;
+  for (int s = 0; s < o.segments; ++s) {
+    h.w[s] = o.w[s];
+    h.heads[s] = o.heads[s];
+  }
+  return h;
+}
+
+bool aligned4(const void* p) { return reinterpret_cast<uintptr_t>(p) % 4 == 0; }
+
+// The persistent kernel's epilogue stores two bf16 at a time and reads norm weights and cos/sin in pairs.
+bool persistent_supported(const ProjGemmOperands& o) {
+  if (!head_gemm::supported<HeadCfg>(head_operands(o)) || o.out_row_stride % 2 != 0) return false;
+  bool normed = false;
+  for (int s = 0; s < o.segments; ++s) {
+    if (o.out[s] == nullptr || !aligned4(o.out[s])) return false;
+    if (o.norm_weight[s] != nullptr && !aligned4(o.norm_weight[s])) return false;
+    normed = normed || o.norm_weight[s] != nullptr;
+  }
+  return !normed || (o.cos != nullptr && o.sin != nullptr && aligned4(o.cos) && aligned4(o.sin));
+}
+
+Status launch_persistent(const ProjGemmOperands& o, cudaStream_t stream) {
+  HeadProjEpilogue::Params ep{};
+  for (int s = 0; s < o.segments; ++s) {
+    ep.out[s] = o.out[s];
+    ep.norm_weight[s] = o.norm_weight[s];
+  }
+  ep.out_row_stride = o.out_row_stride;
+  ep.cos = o.cos;
+  ep.sin = o.sin;
+  ep.eps = o.eps;
+  ep.weight_offset = o.weight_offset;
+  return head_gemm::launch<HeadCfg, HeadProjEpilogue>(kOp, head_operands(o), ep, stream);
+}
+
+bool split_supported(const ProjGemmOperands& o) {
   constexpr int kBM = ProjGemmTraits<1>::kBM, kBK = ProjGemmTraits<1>::kBK;
   if (o.segments < 1 || o.segments > ProjGemmParams::kMaxSegments) return false;
   if (o.m < 1 || o.m > kMaxRowTiles * kBM || o.k < 2 * kBK || o.k % kBK != 0 || o.k > INT32_MAX) return false;
@@ -119,31 +163,50 @@ bool proj_gemm_supported(const ProjGemmOperands& o) {
   return total_tiles(o, 1) <= 65535;  // grid.x
 }
 
-Status proj_gemm_chosen(const ProjGemmOperands& o, bool by_default, bool* fused) {
-  *fused = false;
-  if (!proj_gemm_supported(o)) return Status::Ok();
-  // GK_PROJ_PATH=fused|cublas pins the path (tests run every shape through both; benchmarks compare).
-  static const int forced = detail::env_choice("GK_PROJ_PATH", {"fused", "cublas"});
-  if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_PROJ_PATH", "fused|cublas");
-  if (forced >= 0) {
-    *fused = forced == 0;
+}  // namespace
+
+Status proj_path_chosen(const ProjGemmOperands& o, bool fused_by_default, ProjPath* path) {
+  *path = ProjPath::kCublas;
+  // GK_PROJ_PATH pins the path (tests run every shape through each; benchmarks compare).
+  enum { kFused = 0, kCublas = 1, kSplitOnly = 2, kPersistentOnly = 3 };  // the choices' indices
+  static const int forced = detail::env_choice("GK_PROJ_PATH", {"fused", "cublas", "split", "persistent"});
+  if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_PROJ_PATH", "fused|cublas|split|persistent");
+  const bool split_ok = split_supported(o), persistent_ok = persistent_supported(o);
+  if (forced == kCublas) return Status::Ok();
+  if (forced == kSplitOnly) {
+    if (split_ok) *path = ProjPath::kSplit;
     return Status::Ok();
   }
-  if (!by_default) return Status::Ok();
+  if (forced == kPersistentOnly) {
+    if (persistent_ok) *path = ProjPath::kPersistent;
+    return Status::Ok();
+  }
+  if (forced != kFused && !fused_by_default) return Status::Ok();
   int sms = 0;
   GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
-  // A single row tile whose head tiles fit one wave (the weight stream spread over most SMs by the K split).
-  // With more row tiles cuBLASLt's mainloop (near 790 TFLOP/s on the H200 from M = 2048) wins even against the
-  // norm/RoPE pass the fused kernel saves; at M = 512-586 the two were within a few us (docs/perf-log.md, v4).
-  *fused = o.m <= kSingleTileRows && total_tiles(o, 1) <= sms;
+  // A single row tile whose head tiles fit one wave: the split kernel spreads the weight stream over most SMs
+  // (M = 128: 20 us against cuBLASLt's ~31 for q|k|v, docs/perf-log.md v4). Beyond, the persistent kernel.
+  if (split_ok && o.m <= kSingleTileRows && total_tiles(o, 1) <= sms) {
+    *path = ProjPath::kSplit;
+  } else if (persistent_ok) {
+    *path = ProjPath::kPersistent;
+  }
   return Status::Ok();
 }
 
-Status launch_proj_gemm(const ProjGemmOperands& o, cudaStream_t stream) {
-  if (!proj_gemm_supported(o)) {
-    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: projection operands outside the fused GEMM's support", kOp);
+Status launch_proj_gemm(const ProjGemmOperands& o, ProjPath path, cudaStream_t stream) {
+  switch (path) {
+    case ProjPath::kSplit:
+      if (!split_supported(o)) break;
+      return heads_per_tile(o) == 1 ? launch_heads<1>(o, stream) : launch_heads<2>(o, stream);
+    case ProjPath::kPersistent:
+      if (!persistent_supported(o)) break;
+      return launch_persistent(o, stream);
+    default:
+      break;
   }
-  return heads_per_tile(o) == 1 ? launch_heads<1>(o, stream) : launch_heads<2>(o, stream);
+  return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: projection operands outside the chosen fused kernel's support",
+                       kOp);
 }
 
 }  // namespace gk::gemma3

@@ -1,0 +1,65 @@
+// The audio QKV epilogue on the persistent head-tiled GEMM (common/head_gemm): each consumer thread holds rows
+// g and g + 8 of its warp's 16, columns 8j + 2t (+1) of two heads (j < 16: the first) of q, k or v. q and k get
+// the per-head RMSNorm with weight offset 0 (x / sqrt(mean(x^2) + eps) * w, correctly rounded division and
+// square root, as the cuBLASLt path's norm kernel and the small-M kernel's epilogue compute it); v is stored as
+// computed. A row's sum of squares over a head is a quad reduction; each thread stores 8 bytes per column pair,
+// so a quad writes one 32-byte sector of a row.
+#pragma once
+
+#include "common/head_gemm/head_gemm_sm90.cuh"
+
+namespace gk::audio {
+
+struct HeadQkvEpilogue {
+  struct Params {
+    float* out[3];          // q, k, v: [m, heads * 128] each
+    const float* norm[3];   // q and k norm weights [128]; null for v
+    int64_t out_row_stride;  // heads * 128
+    float eps;
+  };
+
+  static __device__ __forceinline__ void store(float (&acc)[32][4], const Params& p, const head_gemm::Tile& t, int m,
+                                               int cw, int warp, int lane) {
+    const int g = lane >> 2, t4 = lane & 3;
+    const int row0 = t.m0 + cw * 64 + warp * 16 + g;
+    const float* nw = t.seg == 0 ? p.norm[0] : (t.seg == 1 ? p.norm[1] : p.norm[2]);
+    float* out = (t.seg == 0 ? p.out[0] : (t.seg == 1 ? p.out[1] : p.out[2])) + t.head0 * 128 + 2 * t4;
+    if (nw != nullptr) {  // uniform per CTA
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float ss = 0.f;
+#pragma unroll
+          for (int jl = 0; jl < 16; ++jl) {
+            const float a = acc[16 * h + jl][2 * hr], b = acc[16 * h + jl][2 * hr + 1];
+            ss += a * a + b * b;
+          }
+          ss += __shfl_xor_sync(0xffffffffu, ss, 1);
+          ss += __shfl_xor_sync(0xffffffffu, ss, 2);
+          const float denom = __fsqrt_rn(ss * (1.f / 128) + p.eps);
+#pragma unroll
+          for (int jl = 0; jl < 16; ++jl) {
+            const float2 w = *reinterpret_cast<const float2*>(nw + 8 * jl + 2 * t4);
+            float* x = &acc[16 * h + jl][2 * hr];
+            x[0] = __fdiv_rn(x[0], denom) * w.x;
+            x[1] = __fdiv_rn(x[1], denom) * w.y;
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const int row = row0 + 8 * hr;
+      if (row >= m) continue;
+      float* o = out + int64_t(row) * p.out_row_stride;
+#pragma unroll
+      for (int j = 0; j < 32; ++j) {
+        if (j >= 16 * t.heads) break;
+        *reinterpret_cast<float2*>(o + 8 * j) = make_float2(acc[j][2 * hr], acc[j][2 * hr + 1]);
+      }
+    }
+  }
+};
+
+}  // namespace gk::audio

@@ -1,0 +1,100 @@
+// Host side of the persistent head-tiled GEMM (head_gemm_sm90.cuh): what it can take, its tensor maps, the grid
+// (as many clusters of two as can be resident, never more than the units) and the launch. Included by the .cu
+// file that instantiates the kernel with its epilogue.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "common/cluster_split.hpp"
+#include "common/device_props.hpp"
+#include "common/head_gemm/head_gemm_sm90.cuh"
+#include "common/status_util.hpp"
+#include "common/tensor_map.hpp"
+
+namespace gk::head_gemm {
+
+// A [m, k] and each weight [heads * 128, k], row-major and dense, in the kernel's element type.
+struct Operands {
+  int64_t m = 0, k = 0;
+  const void* a = nullptr;
+  int segments = 0;
+  const void* w[Grid::kMaxSegments] = {};
+  int64_t heads[Grid::kMaxSegments] = {};
+};
+
+inline int64_t head_pairs(int64_t heads) { return (heads + 1) / 2; }
+
+// Sizes the grid can take: K in whole K-blocks (pairs of them for tf32) and counts that fit the kernel's ints.
+// The pointers are not looked at.
+template <class Cfg>
+bool shape_supported(const Operands& o) {
+  const int64_t k_unit = Cfg::kTf32 ? 2 * Cfg::kBK : Cfg::kBK;
+  if (o.segments < 1 || o.segments > Grid::kMaxSegments || o.m < 1 || o.m > INT32_MAX - 2 * Cfg::kBM) return false;
+  if (o.k < k_unit || o.k % k_unit != 0 || o.k > INT32_MAX) return false;
+  int64_t n_tiles = 0;
+  for (int s = 0; s < o.segments; ++s) {
+    if (o.heads[s] < 1 || o.heads[s] * Cfg::kHeadDim > INT32_MAX) return false;
+    n_tiles += head_pairs(o.heads[s]);
+  }
+  const int64_t pairs = (o.m + 2 * Cfg::kBM - 1) / (2 * Cfg::kBM);
+  return pairs * n_tiles <= INT32_MAX;
+}
+
+// shape_supported, and operands TMA can read: present and 16-byte aligned (the row pitch K * element size is a
+// multiple of 16 bytes once K is whole K-blocks).
+template <class Cfg>
+bool supported(const Operands& o) {
+  const auto aligned = [](const void* p) { return p != nullptr && reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (!shape_supported<Cfg>(o) || !aligned(o.a)) return false;
+  for (int s = 0; s < o.segments; ++s) {
+    if (!aligned(o.w[s])) return false;
+  }
+  return true;
+}
+
+template <class Cfg, class Epilogue>
+Status launch(const char* op, const Operands& o, const typename Epilogue::Params& ep, cudaStream_t stream) {
+  if (!supported<Cfg>(o)) {
+    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: operands outside the head-tiled GEMM's support", op);
+  }
+  Grid g{};
+  g.m = static_cast<int>(o.m);
+  g.k_blocks = static_cast<int>(o.k / Cfg::kBK);
+  int end = 0;
+  for (int s = 0; s < Grid::kMaxSegments; ++s) {
+    if (s < o.segments) end += static_cast<int>(head_pairs(o.heads[s]));
+    g.seg_end[s] = end;
+    g.seg_heads[s] = s < o.segments ? static_cast<int>(o.heads[s]) : 0;
+  }
+  g.n_tiles = end;
+  g.units = static_cast<int>((o.m + 2 * Cfg::kBM - 1) / (2 * Cfg::kBM)) * g.n_tiles;
+
+  constexpr auto kType = Cfg::kTf32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const uint64_t k = uint64_t(o.k), stride[1] = {k * Cfg::kElemBytes};
+  const uint32_t box[2] = {Cfg::kBK, 128};  // 128 rows of A, or one head of W
+  CUtensorMap a_map, w_map[Grid::kMaxSegments];
+  const uint64_t a_dims[2] = {k, uint64_t(o.m)};
+  GK_RETURN_IF_ERROR(detail::encode_tiled_map(op, &a_map, kType, 2, o.a, a_dims, stride, box));
+  for (int s = 0; s < Grid::kMaxSegments; ++s) {
+    const int src = s < o.segments ? s : 0;  // unused slots repeat segment 0's map: never read
+    const uint64_t w_dims[2] = {k, uint64_t(o.heads[src]) * Cfg::kHeadDim};
+    GK_RETURN_IF_ERROR(detail::encode_tiled_map(op, &w_map[s], kType, 2, o.w[src], w_dims, stride, box));
+  }
+
+  const auto kernel = head_gemm_kernel<Cfg, Epilogue>;
+  GK_RETURN_IF_ERROR(detail::set_smem_opt_in(op, reinterpret_cast<const void*>(kernel), Cfg::kSmemBytes));
+  int resident = 0;
+  GK_RETURN_IF_ERROR(detail::max_active_clusters(op, reinterpret_cast<const void*>(kernel), Cfg::kThreads,
+                                                 Cfg::kSmemBytes, Cfg::kClusterSize, &resident));
+  if (resident < 1) {
+    return detail::error(GK_STATUS_CUDA_ERROR, "%s: no cluster of the head-tiled GEMM can be resident", op);
+  }
+  const int clusters = resident < g.units ? resident : g.units;
+  const dim3 grid(static_cast<unsigned>(clusters), 1, Cfg::kClusterSize);
+  return detail::launch_z_clusters(op, "head-tiled GEMM launch", kernel, grid, Cfg::kThreads, Cfg::kSmemBytes,
+                                   /*cluster=*/true, stream, a_map, w_map[0], w_map[1], w_map[2], g, ep);
+}
+
+}  // namespace gk::head_gemm

@@ -1,0 +1,284 @@
+// Persistent head-tiled GEMM for Hopper: out = A[M, K] * W^T for up to three weight segments (q, k, v: each
+// [heads * 128, K]), where every output tile is 128 rows x two heads (256 columns) of one segment, so that an
+// epilogue can normalize whole heads in registers. Both projection operators run on it: the Gemma3 layer's
+// q|k|v step (bf16, per-head RMSNorm and RoPE in the epilogue) and the audio QKV projection (tf32, inputs
+// rounded to nearest, per-head RMSNorm).
+//
+// Why this shape (docs/perf-log.md, v7): the earlier fused kernel (one tile per CTA, no multicast) reached
+// 570-680 TFLOP/s against cuBLASLt's ~790 at M = 8192, losing to pipeline fill and a shared-memory epilogue on
+// every tile and to the L2 traffic of re-reading both operands. Here
+//  - the grid is persistent: clusters of two CTAs walk units of (two row tiles, one head pair); the ring's phases
+//    run on across units, so the producer loads the next unit while the consumers run the epilogue;
+//  - the two CTAs of a cluster share the weight tile: each loads one head's rows and multicasts them to both
+//    (a third less L2 traffic per CTA);
+//  - the epilogue works on the accumulators in registers and stores straight to global memory.
+//
+// Roles: warpgroup 0 is the producer (one thread issues the TMA loads; with kRoundBInSmem three more warps round
+// each landed weight tile to tf32 in place and publish it on a ready barrier); warpgroups 1 and 2 consume 64 rows
+// each with one wgmma of N = 256 per K step (bf16: A and B from shared memory; tf32: A from registers, loaded by
+// ldmatrix and rounded on the way, B from shared memory), keeping one K-block's group in flight. A stage is
+// released to the producers of both CTAs (each multicasts into the other's ring) by one arrival per consumer warp.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include "common/device/sm80_primitives.cuh"
+#include "common/device/sm90_gemm_primitives.cuh"
+#include "common/device/sm90_primitives.cuh"
+
+namespace gk::head_gemm {
+
+enum class Operand { kBf16, kTf32 };
+
+// The units one launch walks (filled by the launcher, head_gemm_launch.cuh).
+struct Grid {
+  static constexpr int kMaxSegments = 3;
+  int m;         // rows of A and of every output
+  int k_blocks;  // 128-byte K-blocks of K
+  int n_tiles;   // head-pair tiles over all segments
+  int units;     // ceil(row tiles / 2) * n_tiles
+  int seg_end[kMaxSegments];    // cumulative head-pair tiles: segment s owns [seg_end[s-1], seg_end[s])
+  int seg_heads[kMaxSegments];  // heads of each segment (its last tile may hold one)
+};
+
+// What an epilogue is told about the tile it stores.
+struct Tile {
+  int seg;    // which weight segment
+  int head0;  // the tile's first head within its segment
+  int heads;  // heads of the tile that exist: 2, or 1 at the end of an odd segment
+  int m0;     // the CTA's first row
+};
+
+template <Operand kOperand, bool kRoundBInSmem>
+struct Config {
+  static constexpr bool kTf32 = kOperand == Operand::kTf32;
+  static constexpr bool kRoundB = kRoundBInSmem;
+  static_assert(kTf32 || !kRoundBInSmem, "only tf32 operands are rounded");
+  static constexpr int kBM = 128, kHeadDim = 128, kBN = 2 * kHeadDim;
+  static constexpr int kElemBytes = kTf32 ? 4 : 2;
+  static constexpr int kBK = 128 / kElemBytes;  // one 128-byte swizzle row
+  static constexpr int kInstK = kTf32 ? 8 : 16;
+  static constexpr int kKSteps = kBK / kInstK;  // wgmma per K-block and warpgroup
+  static constexpr uint32_t kTileBytesA = kBM * 128;      // 16 KB
+  static constexpr uint32_t kHeadBytesB = kHeadDim * 128;  // 16 KB: one head's weight rows
+  static constexpr uint32_t kStageBytes = kTileBytesA + 2 * kHeadBytesB;
+  static constexpr int kStages = 4;
+  static constexpr int kClusterSize = 2;
+  static constexpr int kConsumerWarps = 8;
+  static constexpr int kThreads = 384;
+  static constexpr int kRoundWarps = 3;
+  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+  static constexpr int kBarrierSets = kRoundBInSmem ? 3 : 2;  // full, empty (, ready)
+  static constexpr size_t kSmemBytes = 1024 + size_t(kStages) * kStageBytes + 8 * kBarrierSets * kStages;
+  static_assert(kProducerRegs * 128 + kConsumerRegs * 256 <= 65536, "the register file");
+};
+
+__device__ __forceinline__ Tile decode_unit(const Grid& g, int unit, int rank) {
+  const int n = unit % g.n_tiles, pair = unit / g.n_tiles;
+  // Selects, not g.seg_end[seg]: a dynamic index into the parameter block would copy it to local memory.
+  const int seg = n < g.seg_end[0] ? 0 : (n < g.seg_end[1] ? 1 : 2);
+  const int first = seg == 0 ? 0 : (seg == 1 ? g.seg_end[0] : g.seg_end[1]);
+  const int heads = seg == 0 ? g.seg_heads[0] : (seg == 1 ? g.seg_heads[1] : g.seg_heads[2]);
+  Tile t;
+  t.seg = seg;
+  t.head0 = 2 * (n - first);
+  t.heads = min(2, heads - t.head0);
+  t.m0 = (2 * pair + rank) * 128;
+  return t;
+}
+
+template <class Cfg>
+struct Ring {
+  uint32_t base, bar;
+  __device__ explicit Ring(const unsigned char* smem_raw)
+      : base((device::smem_addr(smem_raw) + 1023u) & ~1023u), bar(base + Cfg::kStages * Cfg::kStageBytes) {}
+  __device__ uint32_t a(int s) const { return base + s * Cfg::kStageBytes; }
+  __device__ uint32_t b(int s) const { return base + s * Cfg::kStageBytes + Cfg::kTileBytesA; }
+  __device__ uint32_t full(int s) const { return bar + 8u * s; }
+  __device__ uint32_t empty(int s) const { return bar + 8u * (Cfg::kStages + s); }
+  __device__ uint32_t ready(int s) const { return bar + 8u * (2 * Cfg::kStages + s); }
+  // What the consumers wait on before reading a stage.
+  __device__ uint32_t consumable(int s) const { return Cfg::kRoundB ? ready(s) : full(s); }
+};
+
+// Producer thread: every unit's K-blocks into the ring; A is this CTA's own, B one head of the pair per CTA,
+// multicast to both.
+template <class Cfg>
+__device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, const CUtensorMap* a_map,
+                                        const CUtensorMap* w0, const CUtensorMap* w1, const CUtensorMap* w2,
+                                        int rank) {
+  device::tma_prefetch_descriptor(a_map);
+  device::tma_prefetch_descriptor(w0);
+  device::tma_prefetch_descriptor(w1);
+  device::tma_prefetch_descriptor(w2);
+  const int cluster = blockIdx.x, clusters = gridDim.x;
+  int it = 0;
+  for (int u = cluster; u < g.units; u += clusters) {
+    const Tile t = decode_unit(g, u, rank);
+    const CUtensorMap* w = t.seg == 0 ? w0 : (t.seg == 1 ? w1 : w2);
+    const int w_row = (t.head0 + rank) * Cfg::kHeadDim;  // past the segment's last head: TMA reads zeros
+    for (int kb = 0; kb < g.k_blocks; ++kb, ++it) {
+      const int s = it % Cfg::kStages, use = it / Cfg::kStages;
+      if (use > 0) device::mbar_wait(ring.empty(s), (use - 1) & 1);
+      device::mbar_arrive_expect_tx(ring.full(s), Cfg::kStageBytes);
+      device::tma_load_2d(ring.a(s), a_map, ring.full(s), kb * Cfg::kBK, t.m0);
+      device::tma_load_2d_multicast(ring.b(s) + rank * Cfg::kHeadBytesB, w, ring.full(s), kb * Cfg::kBK, w_row,
+                                    0x3);
+    }
+  }
+}
+
+// Rounding warps (tf32 with kRoundB): each landed weight tile (both heads, 32 KB) to nearest tf32 in place.
+template <class Cfg>
+__device__ __forceinline__ void round_weights(const Ring<Cfg>& ring, const Grid& g, int t, int lane) {
+  constexpr int kThreads = 32 * Cfg::kRoundWarps;
+  constexpr int kChunks = 2 * Cfg::kHeadBytesB / 16;
+  constexpr int kBatch = 4;
+  const int units = (g.units - static_cast<int>(blockIdx.x) + static_cast<int>(gridDim.x) - 1) /
+                    static_cast<int>(gridDim.x);
+  const int total = units * g.k_blocks;
+  for (int it = 0; it < total; ++it) {
+    const int s = it % Cfg::kStages;
+    device::mbar_wait(ring.full(s), (it / Cfg::kStages) & 1);
+    const uint32_t b = ring.b(s);
+    for (int c0 = t; c0 < kChunks; c0 += kThreads * kBatch) {
+      uint4 x[kBatch];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        const int c = c0 + i * kThreads;
+        if (c < kChunks) x[i] = device::ld_shared_v4(b + 16u * c);
+      }
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        const int c = c0 + i * kThreads;
+        if (c < kChunks) {
+          x[i] = make_uint4(__float_as_uint(device::round_tf32(__uint_as_float(x[i].x))),
+                            __float_as_uint(device::round_tf32(__uint_as_float(x[i].y))),
+                            __float_as_uint(device::round_tf32(__uint_as_float(x[i].z))),
+                            __float_as_uint(device::round_tf32(__uint_as_float(x[i].w))));
+          device::st_shared_v4(b + 16u * c, x[i]);
+        }
+      }
+    }
+    device::fence_proxy_async_shared();  // the tensor cores read the stage through the async proxy
+    __syncwarp();
+    if (lane == 0) device::mbar_arrive(ring.ready(s));
+  }
+}
+
+// One consumer warpgroup's K loop for one unit: acc = its 64 rows x 256 columns. `it` counts K-blocks across
+// units (stage and phase); `empty0` / `empty1` are stage 0's empty barrier in cluster ranks 0 and 1.
+template <class Cfg>
+__device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& ring, const Grid& g, int& it, int cw,
+                                         uint32_t empty0, uint32_t empty1) {
+  const int lane = threadIdx.x % 32;
+  const auto release = [&](int i) {
+    if (lane == 0) {
+      const uint32_t off = 8u * (i % Cfg::kStages);
+      device::mbar_arrive_cluster(empty0 + off);
+      device::mbar_arrive_cluster(empty1 + off);
+    }
+  };
+  if constexpr (!Cfg::kTf32) {
+    for (int kb = 0; kb < g.k_blocks; ++kb, ++it) {
+      const int s = it % Cfg::kStages;
+      device::mbar_wait(ring.consumable(s), (it / Cfg::kStages) & 1);
+      device::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
+        // 16 bf16 = 32 bytes along the swizzled rows; this warpgroup's 64 rows start 64 * 128 bytes in.
+        device::wgmma_m64n256k16_ss(acc, device::smem_desc_sw128(ring.a(s) + cw * 64 * 128 + kk * 32, 16, 1024),
+                                    device::smem_desc_sw128(ring.b(s) + kk * 32, 16, 1024), kb | kk);
+      }
+      device::wgmma_commit();
+      device::wgmma_wait<1>();
+      device::fence_accumulators_n256(acc);
+      if (kb > 0) release(it - 1);
+    }
+  } else {
+    // A fragments by ldmatrix: lane l addresses row (l % 16) of the warp's 16 and the 16-byte chunk 2 kk + l / 16
+    // of the swizzled row (chunk c of row r sits at c ^ (r % 8)), giving a0..a3 of the m16n8k8 layout.
+    const int r = cw * 64 + (threadIdx.x / 32) % 4 * 16 + lane % 16;
+    const uint32_t row_off = r * 128, hi = lane / 16, r7 = r % 8;
+    uint32_t frag[2][Cfg::kKSteps][4];
+    // K-blocks in pairs, so that the fragment buffer an in-flight group reads is a compile-time index.
+    for (int kb = 0; kb < g.k_blocks; kb += 2) {
+#pragma unroll
+      for (int p = 0; p < 2; ++p, ++it) {
+        const int s = it % Cfg::kStages;
+        device::mbar_wait(ring.consumable(s), (it / Cfg::kStages) & 1);
+#pragma unroll
+        for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
+          device::ldmatrix_x4(ring.a(s) + row_off + (((2 * kk + hi) ^ r7) << 4), frag[p][kk]);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            frag[p][kk][i] = __float_as_uint(device::round_tf32(__uint_as_float(frag[p][kk][i])));
+          }
+        }
+        device::wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
+          device::wgmma_m64n256k8_tf32_rs(acc, frag[p][kk], device::smem_desc_sw128(ring.b(s) + kk * 32, 16, 1024),
+                                          (kb + p) | kk);
+        }
+        device::wgmma_commit();
+        device::wgmma_wait<1>();
+        device::fence_accumulators_n256(acc);
+#pragma unroll
+        for (int kk = 0; kk < Cfg::kKSteps; ++kk) device::fence_fragment(frag[p ^ 1][kk]);  // retired now
+        if (kb + p > 0) release(it - 1);
+      }
+    }
+  }
+  device::wgmma_wait<0>();
+  device::fence_accumulators_n256(acc);
+  release(it - 1);
+}
+
+// Epilogue: struct with `Params` and
+//   static void store(float (&acc)[32][4], const Params&, const Tile&, int m, int cw, int warp, int lane)
+// called by every consumer thread once its accumulators are final (cw: consumer warpgroup 0/1, warp: 0..3 in it).
+template <class Cfg, class Epilogue>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    head_gemm_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap w0_map,
+                     const __grid_constant__ CUtensorMap w1_map, const __grid_constant__ CUtensorMap w2_map,
+                     const Grid g, const typename Epilogue::Params ep) {
+  extern __shared__ unsigned char smem_raw[];
+  const Ring<Cfg> ring(smem_raw);
+  const int rank = static_cast<int>(blockIdx.z);  // the cluster spans z: (1, 1, 2)
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Cfg::kStages; ++s) {
+      device::mbar_init(ring.full(s), 1);
+      device::mbar_init(ring.empty(s), Cfg::kClusterSize * Cfg::kConsumerWarps);
+      if constexpr (Cfg::kRoundB) device::mbar_init(ring.ready(s), Cfg::kRoundWarps);
+    }
+    device::mbar_fence_init();
+  }
+  device::cluster_sync();  // the peer's barriers exist before any multicast or remote arrival reaches them
+
+  if (warp < 4) {
+    device::regs_dealloc<Cfg::kProducerRegs>();
+    if (warp == 0) {
+      if (lane == 0) produce<Cfg>(ring, g, &a_map, &w0_map, &w1_map, &w2_map, rank);
+    } else if constexpr (Cfg::kRoundB) {
+      if (warp <= Cfg::kRoundWarps) round_weights<Cfg>(ring, g, threadIdx.x - 32, lane);
+    }
+  } else {
+    device::regs_alloc<Cfg::kConsumerRegs>();
+    const int cw = warp / 4 - 1;
+    const uint32_t empty0 = device::cluster_map(ring.empty(0), 0), empty1 = device::cluster_map(ring.empty(0), 1);
+    float acc[32][4];
+    int it = 0;
+    for (int u = blockIdx.x; u < g.units; u += gridDim.x) {
+      const Tile t = decode_unit(g, u, rank);
+      mainloop<Cfg>(acc, ring, g, it, cw, empty0, empty1);
+      Epilogue::store(acc, ep, t, g.m, cw, warp % 4, lane);
+    }
+  }
+  device::cluster_sync();  // no CTA leaves while its peer may still multicast into it or arrive on its barriers
+}
+
+}  // namespace gk::head_gemm
