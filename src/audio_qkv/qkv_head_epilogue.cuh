@@ -1,8 +1,8 @@
 // The audio QKV epilogue on the persistent head-tiled GEMM (common/head_gemm): each consumer thread holds rows
 // g and g + 8 of its warp's 16, columns 8j + 2t (+1) of two heads (j < 16: the first) of q, k or v. q and k get
-// the per-head RMSNorm with weight offset 0 (x / sqrt(mean(x^2) + eps) * w, correctly rounded division and
-// square root, as the cuBLASLt path's norm kernel and the small-M kernel's epilogue compute it); v is stored as
-// computed. A row's sum of squares over a head is a quad reduction; each thread stores 8 bytes per column pair,
+// the per-head RMSNorm with weight offset 0, x / sqrt(mean(x^2) + eps) * w, here as x times the correctly rounded
+// reciprocal of the correctly rounded square root (within 1.5 ulp of the division, against tf32's 2^-11 input
+// rounding; a division per element was most of this epilogue's instructions); v is stored as computed. A row's sum of squares over a head is a quad reduction; each thread stores 8 bytes per column pair,
 // so a quad writes one 32-byte sector of a row.
 #pragma once
 
@@ -37,13 +37,13 @@ struct HeadQkvEpilogue {
           }
           ss += __shfl_xor_sync(0xffffffffu, ss, 1);
           ss += __shfl_xor_sync(0xffffffffu, ss, 2);
-          const float denom = __fsqrt_rn(ss * (1.f / 128) + p.eps);
+          const float inv = __frcp_rn(__fsqrt_rn(ss * (1.f / 128) + p.eps));
 #pragma unroll
           for (int jl = 0; jl < 16; ++jl) {
             const float2 w = *reinterpret_cast<const float2*>(nw + 8 * jl + 2 * t4);
             float* x = &acc[16 * h + jl][2 * hr];
-            x[0] = __fdiv_rn(x[0], denom) * w.x;
-            x[1] = __fdiv_rn(x[1], denom) * w.y;
+            x[0] = x[0] * inv * w.x;
+            x[1] = x[1] * inv * w.y;
           }
         }
       }

@@ -9,6 +9,7 @@
 
 #include "common/cluster_split.hpp"
 #include "common/device_props.hpp"
+#include "common/env_choice.hpp"
 #include "common/head_gemm/head_gemm_sm90.cuh"
 #include "common/status_util.hpp"
 #include "common/tensor_map.hpp"
@@ -69,6 +70,8 @@ Status launch(const char* op, const Operands& o, const typename Epilogue::Params
     g.seg_heads[s] = s < o.segments ? static_cast<int>(o.heads[s]) : 0;
   }
   g.n_tiles = end;
+  static const int no_multicast = detail::env_choice("GK_HEAD_GEMM_MULTICAST", {"0"});  // an experiment's knob
+  g.multicast = no_multicast == 0 ? 0 : 1;
   g.units = static_cast<int>((o.m + 2 * Cfg::kBM - 1) / (2 * Cfg::kBM)) * g.n_tiles;
 
   constexpr auto kType = Cfg::kTf32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;

@@ -40,6 +40,7 @@ struct Grid {
   int units;     // ceil(row tiles / 2) * n_tiles
   int seg_end[kMaxSegments];    // cumulative head-pair tiles: segment s owns [seg_end[s-1], seg_end[s])
   int seg_heads[kMaxSegments];  // heads of each segment (its last tile may hold one)
+  int multicast;                // 0: each CTA loads its whole weight tile and its ring runs alone
 };
 
 // What an epilogue is told about the tile it stores.
@@ -50,11 +51,16 @@ struct Tile {
   int m0;     // the CTA's first row
 };
 
-template <Operand kOperand, bool kRoundBInSmem>
+// kStagedEpilogue: the consumers park each finished tile in shared memory as bf16 and go on with the next unit
+// while three warps of the producer warpgroup run the epilogue on it (Epilogue::drain); the staging buffer costs
+// one ring stage. Otherwise the consumers run the epilogue on their registers (Epilogue::store).
+template <Operand kOperand, bool kRoundBInSmem, bool kStagedEpilogue = false>
 struct Config {
   static constexpr bool kTf32 = kOperand == Operand::kTf32;
   static constexpr bool kRoundB = kRoundBInSmem;
+  static constexpr bool kStaged = kStagedEpilogue;
   static_assert(kTf32 || !kRoundBInSmem, "only tf32 operands are rounded");
+  static_assert(!(kRoundBInSmem && kStagedEpilogue), "the producer warpgroup's spare warps do one of the two");
   static constexpr int kBM = 128, kHeadDim = 128, kBN = 2 * kHeadDim;
   static constexpr int kElemBytes = kTf32 ? 4 : 2;
   static constexpr int kBK = 128 / kElemBytes;  // one 128-byte swizzle row
@@ -63,14 +69,20 @@ struct Config {
   static constexpr uint32_t kTileBytesA = kBM * 128;      // 16 KB
   static constexpr uint32_t kHeadBytesB = kHeadDim * 128;  // 16 KB: one head's weight rows
   static constexpr uint32_t kStageBytes = kTileBytesA + 2 * kHeadBytesB;
-  static constexpr int kStages = 4;
+  static constexpr int kStages = kStagedEpilogue ? 3 : 4;
   static constexpr int kClusterSize = 2;
   static constexpr int kConsumerWarps = 8;
   static constexpr int kThreads = 384;
-  static constexpr int kRoundWarps = 3;
-  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+  static constexpr int kRoundWarps = 3, kDrainWarps = 3;  // warps 1..3 of the producer warpgroup
+  static constexpr int kProducerRegs = kStagedEpilogue ? 80 : 40;
+  static constexpr int kConsumerRegs = kStagedEpilogue ? 216 : 232;
   static constexpr int kBarrierSets = kRoundBInSmem ? 3 : 2;  // full, empty (, ready)
-  static constexpr size_t kSmemBytes = 1024 + size_t(kStages) * kStageBytes + 8 * kBarrierSets * kStages;
+  static constexpr uint32_t kStagingBytes = kStagedEpilogue ? kBM * kBN * 2 : 0;  // the tile in bf16
+  static constexpr uint32_t kStagingRowBytes = kBN * 2;
+  static constexpr size_t kSmemBytes =
+      1024 + size_t(kStages) * kStageBytes + kStagingBytes + 8 * kBarrierSets * kStages;
+  // Named barriers of the staged epilogue (0 is __syncthreads): tile parked, staging buffer free again.
+  static constexpr int kStagedBarrier = 1, kFreeBarrier = 2, kHandoffThreads = 32 * (kConsumerWarps + kDrainWarps);
   static_assert(kProducerRegs * 128 + kConsumerRegs * 256 <= 65536, "the register file");
 };
 
@@ -88,11 +100,32 @@ __device__ __forceinline__ Tile decode_unit(const Grid& g, int unit, int rank) {
   return t;
 }
 
+// Round to nearest tf32 (ties away) as far as the tensor cores see it: they ignore the low 13 bits, so adding half
+// of the last kept bit is enough; Inf and NaN are left alone (the add would turn Inf into NaN).
+__device__ __forceinline__ uint32_t round_tf32_for_mma(uint32_t x) {
+  uint32_t r;
+  asm("{\n"
+      ".reg .pred finite;\n"
+      ".reg .b32 mag;\n"
+      "and.b32 mag, %1, 0x7fffffff;\n"
+      "setp.lt.u32 finite, mag, 0x7f800000;\n"
+      "mov.b32 %0, %1;\n"
+      "@finite add.u32 %0, %1, 0x1000;\n"
+      "}\n"
+      : "=r"(r)
+      : "r"(x));
+  return r;
+}
+
 template <class Cfg>
 struct Ring {
   uint32_t base, bar;
   __device__ explicit Ring(const unsigned char* smem_raw)
-      : base((device::smem_addr(smem_raw) + 1023u) & ~1023u), bar(base + Cfg::kStages * Cfg::kStageBytes) {}
+      : base((device::smem_addr(smem_raw) + 1023u) & ~1023u),
+        bar(base + Cfg::kStages * Cfg::kStageBytes + Cfg::kStagingBytes) {}
+  // The staged epilogue's bf16 tile: row r's 16-byte chunk c (columns 8c .. 8c + 7) sits at chunk c ^ (r % 8), so
+  // that the consumers' fragment writes (eight rows, one chunk) and the drain's row reads are free of conflicts.
+  __device__ uint32_t staging() const { return base + Cfg::kStages * Cfg::kStageBytes; }
   __device__ uint32_t a(int s) const { return base + s * Cfg::kStageBytes; }
   __device__ uint32_t b(int s) const { return base + s * Cfg::kStageBytes + Cfg::kTileBytesA; }
   __device__ uint32_t full(int s) const { return bar + 8u * s; }
@@ -123,8 +156,14 @@ __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, co
       if (use > 0) device::mbar_wait(ring.empty(s), (use - 1) & 1);
       device::mbar_arrive_expect_tx(ring.full(s), Cfg::kStageBytes);
       device::tma_load_2d(ring.a(s), a_map, ring.full(s), kb * Cfg::kBK, t.m0);
-      device::tma_load_2d_multicast(ring.b(s) + rank * Cfg::kHeadBytesB, w, ring.full(s), kb * Cfg::kBK, w_row,
-                                    0x3);
+      if (g.multicast) {
+        device::tma_load_2d_multicast(ring.b(s) + rank * Cfg::kHeadBytesB, w, ring.full(s), kb * Cfg::kBK, w_row,
+                                      0x3);
+      } else {
+        device::tma_load_2d(ring.b(s), w, ring.full(s), kb * Cfg::kBK, t.head0 * Cfg::kHeadDim);
+        device::tma_load_2d(ring.b(s) + Cfg::kHeadBytesB, w, ring.full(s), kb * Cfg::kBK,
+                            (t.head0 + 1) * Cfg::kHeadDim);
+      }
     }
   }
 }
@@ -176,8 +215,12 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
   const auto release = [&](int i) {
     if (lane == 0) {
       const uint32_t off = 8u * (i % Cfg::kStages);
-      device::mbar_arrive_cluster(empty0 + off);
-      device::mbar_arrive_cluster(empty1 + off);
+      if (g.multicast) {
+        device::mbar_arrive_cluster(empty0 + off);
+        device::mbar_arrive_cluster(empty1 + off);
+      } else {
+        device::mbar_arrive(ring.empty(0) + off);
+      }
     }
   };
   if constexpr (!Cfg::kTf32) {
@@ -212,9 +255,7 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
         for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
           device::ldmatrix_x4(ring.a(s) + row_off + (((2 * kk + hi) ^ r7) << 4), frag[p][kk]);
 #pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            frag[p][kk][i] = __float_as_uint(device::round_tf32(__uint_as_float(frag[p][kk][i])));
-          }
+          for (int i = 0; i < 4; ++i) frag[p][kk][i] = round_tf32_for_mma(frag[p][kk][i]);
         }
         device::wgmma_fence();
 #pragma unroll
@@ -236,9 +277,31 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
   release(it - 1);
 }
 
+// Consumers, staged epilogue: the tile rounded to bf16 into the staging buffer (see Ring::staging), once the drain
+// warps are done with the previous one.
+template <class Cfg>
+__device__ __forceinline__ void stage_tile(const float (&acc)[32][4], const Ring<Cfg>& ring, int cw, int warp,
+                                           int lane, bool first) {
+  if (!first) device::named_barrier_sync(Cfg::kFreeBarrier, Cfg::kHandoffThreads);
+  const int g = lane >> 2, t4 = lane & 3;
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    const int r = cw * 64 + warp * 16 + g + 8 * hr;  // r % 8 == g
+    const uint32_t row = ring.staging() + r * Cfg::kStagingRowBytes + 4 * t4;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+      device::st_shared_b32(row + ((j ^ g) << 4), device::pack_bf16x2(acc[j][2 * hr], acc[j][2 * hr + 1]));
+    }
+  }
+  device::named_barrier_arrive(Cfg::kStagedBarrier, Cfg::kHandoffThreads);
+}
+
 // Epilogue: struct with `Params` and
 //   static void store(float (&acc)[32][4], const Params&, const Tile&, int m, int cw, int warp, int lane)
-// called by every consumer thread once its accumulators are final (cw: consumer warpgroup 0/1, warp: 0..3 in it).
+// called by every consumer thread once its accumulators are final (cw: consumer warpgroup 0/1, warp: 0..3 in it);
+// with the staged epilogue also
+//   static void drain(uint32_t staging, const Params&, const Tile&, int m, int warp, int lane)
+// called by each of the kDrainWarps warps (warp 0..2) once the unit's bf16 tile is in the staging buffer.
 template <class Cfg, class Epilogue>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     head_gemm_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap w0_map,
@@ -252,7 +315,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < Cfg::kStages; ++s) {
       device::mbar_init(ring.full(s), 1);
-      device::mbar_init(ring.empty(s), Cfg::kClusterSize * Cfg::kConsumerWarps);
+      device::mbar_init(ring.empty(s), (g.multicast ? Cfg::kClusterSize : 1) * Cfg::kConsumerWarps);
       if constexpr (Cfg::kRoundB) device::mbar_init(ring.ready(s), Cfg::kRoundWarps);
     }
     device::mbar_fence_init();
@@ -265,6 +328,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       if (lane == 0) produce<Cfg>(ring, g, &a_map, &w0_map, &w1_map, &w2_map, rank);
     } else if constexpr (Cfg::kRoundB) {
       if (warp <= Cfg::kRoundWarps) round_weights<Cfg>(ring, g, threadIdx.x - 32, lane);
+    } else if constexpr (Cfg::kStaged) {
+      // Every unit of this CTA but its last is staged (the consumers store the last one themselves, so that no
+      // drain is left after the final mainloop); every staging but the first waits for the free barrier.
+      const int step = static_cast<int>(gridDim.x);
+      for (int u = blockIdx.x; u + step < g.units; u += step) {
+        device::named_barrier_sync(Cfg::kStagedBarrier, Cfg::kHandoffThreads);
+        Epilogue::drain(ring.staging(), ep, decode_unit(g, u, rank), g.m, warp - 1, lane);
+        if (u + 2 * step < g.units) device::named_barrier_arrive(Cfg::kFreeBarrier, Cfg::kHandoffThreads);
+      }
     }
   } else {
     device::regs_alloc<Cfg::kConsumerRegs>();
@@ -275,7 +347,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     for (int u = blockIdx.x; u < g.units; u += gridDim.x) {
       const Tile t = decode_unit(g, u, rank);
       mainloop<Cfg>(acc, ring, g, it, cw, empty0, empty1);
-      Epilogue::store(acc, ep, t, g.m, cw, warp % 4, lane);
+      if (Cfg::kStaged && u + static_cast<int>(gridDim.x) < g.units) {
+        stage_tile<Cfg>(acc, ring, cw, warp % 4, lane, u == static_cast<int>(blockIdx.x));
+      } else {
+        Epilogue::store(acc, ep, t, g.m, cw, warp % 4, lane);
+      }
     }
   }
   device::cluster_sync();  // no CTA leaves while its peer may still multicast into it or arrive on its barriers
