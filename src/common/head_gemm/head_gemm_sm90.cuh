@@ -74,7 +74,7 @@ struct Config {
   static constexpr int kConsumerWarps = 8;
   static constexpr int kThreads = 384;
   static constexpr int kRoundWarps = 3, kDrainWarps = 3;  // warps 1..3 of the producer warpgroup
-  static constexpr int kProducerRegs = kStagedEpilogue ? 80 : 40;
+  static constexpr int kProducerRegs = kStagedEpilogue ? 72 : 40;
   static constexpr int kConsumerRegs = kStagedEpilogue ? 216 : 232;
   static constexpr int kBarrierSets = kRoundBInSmem ? 3 : 2;  // full, empty (, ready)
   static constexpr uint32_t kStagingBytes = kStagedEpilogue ? kBM * kBN * 2 : 0;  // the tile in bf16
@@ -83,7 +83,10 @@ struct Config {
       1024 + size_t(kStages) * kStageBytes + kStagingBytes + 8 * kBarrierSets * kStages;
   // Named barriers of the staged epilogue (0 is __syncthreads): tile parked, staging buffer free again.
   static constexpr int kStagedBarrier = 1, kFreeBarrier = 2, kHandoffThreads = 32 * (kConsumerWarps + kDrainWarps);
-  static_assert(kProducerRegs * 128 + kConsumerRegs * 256 <= 65536, "the register file");
+  // setmaxnreg moves registers within what the CTA was launched with (168 per thread under
+  // __launch_bounds__(384, 1)); an increase the freed registers cannot cover waits forever.
+  static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
+  static_assert(kProducerRegs * 128 + kConsumerRegs * 256 <= kLaunchRegs * kThreads, "the CTA's register pool");
 };
 
 __device__ __forceinline__ Tile decode_unit(const Grid& g, int unit, int rank) {
