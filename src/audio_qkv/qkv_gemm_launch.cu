@@ -88,10 +88,9 @@ struct ThreeTf32Kernel {
   static auto get() { return audio_qkv_3xtf32_kernel<kSplit>; }
 };
 
-// The persistent kernel with the weights read from a rounded copy, or (an experiment kept selectable by
-// GK_AUDIO_WEIGHT_ROUNDING=copy|smem) rounded in shared memory by the producer warpgroup.
-using HeadCopyCfg = head_gemm::Config<head_gemm::Operand::kTf32, false>;
-using HeadSmemCfg = head_gemm::Config<head_gemm::Operand::kTf32, true>;
+// The persistent kernel reads the weights from a rounded copy: rounding them in shared memory by the producer
+// warpgroup's spare warps measured far slower (054 mean 130.0 against 88.6 us, docs/perf-log.md v7).
+using HeadCfg = head_gemm::Config<head_gemm::Operand::kTf32>;
 
 head_gemm::Operands head_operands(const QkvGemmParams& p, const float* const (&w)[3]) {
   head_gemm::Operands o;
@@ -106,14 +105,14 @@ head_gemm::Operands head_operands(const QkvGemmParams& p, const float* const (&w
   return o;
 }
 
-// The operator's contract already guarantees 16-byte aligned tensors; the shape decides.
-bool persistent_supported(int64_t rows, int64_t hidden, int64_t heads) {
+// The shape alone, for the path choice: the operator's contract already guarantees 16-byte aligned tensors.
+head_gemm::Operands shape_operands(int64_t rows, int64_t hidden, int64_t heads) {
   head_gemm::Operands o;
   o.m = rows;
   o.k = hidden;
   o.segments = 3;
   for (int s = 0; s < 3; ++s) o.heads[s] = heads;
-  return head_gemm::shape_supported<HeadCopyCfg>(o);
+  return o;
 }
 
 }  // namespace
@@ -128,7 +127,8 @@ Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, Tf32Pat
     return detail::env_error(kOp, "GK_AUDIO_TF32_PATH", "fused|cublas|split|persistent");
   }
   if (forced == kCublas) return Status::Ok();
-  const bool split_ok = supported(rows, hidden, heads), persistent_ok = persistent_supported(rows, hidden, heads);
+  const head_gemm::Operands shape = shape_operands(rows, hidden, heads);
+  const bool split_ok = supported(rows, hidden, heads), persistent_ok = head_gemm::shape_supported<HeadCfg>(shape);
   if (forced == kSplitOnly) {
     if (split_ok) *path = Tf32Path::kSplit;
     return Status::Ok();
@@ -141,15 +141,26 @@ Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, Tf32Pat
   GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
   if (split_ok && (rows + Tr::kBM - 1) / Tr::kBM * 3 * heads <= sms) {
     *path = Tf32Path::kSplit;
-  } else if (persistent_ok) {
-    *path = Tf32Path::kPersistent;
+    return Status::Ok();
   }
+  if (!persistent_ok) return Status::Ok();
+  if (forced == kFused) {
+    *path = Tf32Path::kPersistent;
+    return Status::Ok();
+  }
+  // Past one wave the persistent kernel beat cuBLASLt + the norm kernel on every suite shape but those whose
+  // units fill a second round of clusters less than three quarters (M = 2048: 96 units on 66 clusters, 60.9
+  // against 57.7 us); there cuBLASLt's smaller tiles fill the machine better (docs/perf-log.md v7).
+  int clusters = 0;
+  GK_RETURN_IF_ERROR((head_gemm::resident_clusters<HeadCfg, HeadQkvEpilogue>(kOp, &clusters)));
+  int64_t rounds = 0;
+  double fill = 0.0;
+  head_gemm::unit_rounds(head_gemm::units_of<HeadCfg>(shape), clusters, &rounds, &fill);
+  *path = clusters < 1 || (rounds >= 2 && fill < 0.75) ? Tf32Path::kCublas : Tf32Path::kPersistent;
   return Status::Ok();
 }
 
 Status launch_qkv_head_gemm_tf32(const QkvGemmParams& p, float* rounded_w, cudaStream_t stream) {
-  static const int rounding = detail::env_choice("GK_AUDIO_WEIGHT_ROUNDING", {"copy", "smem"});
-  if (rounding == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_WEIGHT_ROUNDING", "copy|smem");
   HeadQkvEpilogue::Params ep{};
   ep.out[0] = p.q;
   ep.out[1] = p.k;
@@ -159,15 +170,11 @@ Status launch_qkv_head_gemm_tf32(const QkvGemmParams& p, float* rounded_w, cudaS
   ep.norm[2] = nullptr;
   ep.out_row_stride = int64_t(p.heads) * 128;
   ep.eps = p.eps;
-  if (rounding == 1) {
-    const float* const w[3] = {p.wq, p.wk, p.wv};
-    return head_gemm::launch<HeadSmemCfg, HeadQkvEpilogue>(kOp, head_operands(p, w), ep, stream);
-  }
   const int64_t each = int64_t(p.heads) * 128 * p.k_dim;
   const float* const src[3] = {p.wq, p.wk, p.wv};
   GK_RETURN_IF_ERROR(launch_round_tf32_weights(src, rounded_w, each, stream));
   const float* const w[3] = {rounded_w, rounded_w + each, rounded_w + 2 * each};
-  return head_gemm::launch<HeadCopyCfg, HeadQkvEpilogue>(kOp, head_operands(p, w), ep, stream);
+  return head_gemm::launch<HeadCfg, HeadQkvEpilogue>(kOp, head_operands(p, w), ep, stream);
 }
 
 Status launch_qkv_gemm_tf32(const QkvGemmParams& params, cudaStream_t stream) {

@@ -4,11 +4,7 @@
 // with (offset + w) and RoPE with the same roundings as the standalone pass (norm_rope.cu): a row's sum of squares
 // is a quad reduction, and RoPE's partner d +/- 64 of column 8j + 2t is column 8(j +/- 8) + 2t, in the same
 // thread. Stores go straight to global memory, two bf16 per thread and column pair.
-//
-// With the staged epilogue (all but each CTA's last unit) three warps of the producer warpgroup do the same
-// from the bf16 tile the consumers parked in shared memory, while the consumers run the next unit's mainloop:
-// a half-warp per head of a row, lane l holding dims 8(l % 16) .. +7, so the RoPE partner is lane l ^ 8, the loads
-// and stores are 16 bytes wide and a row-head leaves as one 256-byte store.
+
 #pragma once
 
 #include <cuda_bf16.h>
@@ -31,79 +27,6 @@ struct HeadProjEpilogue {
 
   static __device__ __forceinline__ float2 unpack(uint32_t v) {
     return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
-  }
-
-  static __device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]) {
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 x = unpack(w[i]);
-      f[2 * i] = x.x;
-      f[2 * i + 1] = x.y;
-    }
-  }
-
-  static constexpr int kDrainRows = 1;  // rows per batch (2 spill at the producer warpgroup's 72 registers)
-
-  static __device__ __forceinline__ void drain(uint32_t staging, const Params& p, const head_gemm::Tile& t, int m,
-                                               int warp, int lane) {
-    using device::round_bf16;
-    constexpr int kDrainWarps = 3;
-    const int h = lane / 16, hl = lane % 16;  // this half-warp's head, and its dims 8 hl .. 8 hl + 7
-    const __nv_bfloat16* nw = t.seg == 0 ? p.norm_weight[0] : (t.seg == 1 ? p.norm_weight[1] : p.norm_weight[2]);
-    __nv_bfloat16* out =
-        (t.seg == 0 ? p.out[0] : (t.seg == 1 ? p.out[1] : p.out[2])) + (t.head0 + h) * 128 + 8 * hl;
-    const bool live = h < t.heads;
-    float w[8];
-    if (nw != nullptr) {
-      unpack8(*reinterpret_cast<const uint4*>(nw + 8 * hl), w);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) w[e] += p.weight_offset;
-    }
-    const float sign = hl < 8 ? -1.f : 1.f;  // rotate_half: dims below 64 take -x[d + 64], dims above x[d - 64]
-    for (int r0 = warp * kDrainRows; r0 < 128; r0 += kDrainWarps * kDrainRows) {
-      if (t.m0 + r0 >= m) break;  // uniform per warp; rows only grow
-      uint4 x_raw[kDrainRows], c_raw[kDrainRows], s_raw[kDrainRows];
-#pragma unroll
-      for (int i = 0; i < kDrainRows; ++i) {
-        const int r = r0 + i, row = min(t.m0 + r, m - 1);  // a row past m is loaded but not stored
-        x_raw[i] = device::ld_shared_v4(staging + r * 512 + (((16 * h + hl) ^ (r % 8)) << 4));
-        if (nw != nullptr) {
-          c_raw[i] = __ldg(reinterpret_cast<const uint4*>(p.cos + int64_t(row) * 128 + 8 * hl));
-          s_raw[i] = __ldg(reinterpret_cast<const uint4*>(p.sin + int64_t(row) * 128 + 8 * hl));
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < kDrainRows; ++i) {
-        const int row = t.m0 + r0 + i;
-        uint4 o = x_raw[i];
-        if (nw != nullptr) {  // uniform per CTA
-          float x[8], c[8], sn[8];
-          unpack8(x_raw[i], x);
-          unpack8(c_raw[i], c);
-          unpack8(s_raw[i], sn);
-          float ss = 0.f;
-#pragma unroll
-          for (int e = 0; e < 8; ++e) ss += x[e] * x[e];
-#pragma unroll
-          for (int off = 8; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);  // within the half
-          const float inv_rms = rsqrtf(ss * (1.f / 128) + p.eps);
-          float y[8];
-#pragma unroll
-          for (int e = 0; e < 8; ++e) y[e] = round_bf16(x[e] * inv_rms * w[e]);
-          uint32_t packed[4];
-#pragma unroll
-          for (int e = 0; e < 8; e += 2) {
-            const float p0 = __shfl_xor_sync(0xffffffffu, y[e], 8);
-            const float p1 = __shfl_xor_sync(0xffffffffu, y[e + 1], 8);
-            packed[e / 2] = device::pack_bf16x2(round_bf16(y[e] * c[e]) + round_bf16(sign * p0 * sn[e]),
-                                                round_bf16(y[e + 1] * c[e + 1]) + round_bf16(sign * p1 * sn[e + 1]));
-          }
-          o = make_uint4(packed[0], packed[1], packed[2], packed[3]);
-        }
-        if (live && row < m) *reinterpret_cast<uint4*>(out + int64_t(row) * p.out_row_stride) = o;
-      }
-    }
   }
 
   static __device__ __forceinline__ void store(float (&acc)[32][4], const Params& p, const head_gemm::Tile& t, int m,

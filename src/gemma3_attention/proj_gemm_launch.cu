@@ -99,8 +99,7 @@ Status launch_heads(const ProjGemmOperands& o, cudaStream_t stream) {
   return split > 1 ? launch<kHeads, true>(p, maps, grid, stream) : launch<kHeads, false>(p, maps, grid, stream);
 }
 
-using HeadCfg = head_gemm::Config<head_gemm::Operand::kBf16, false, true>;
-using HeadRegCfg = head_gemm::Config<head_gemm::Operand::kBf16, false, false>;  // experiment: GK_HEAD_GEMM_STAGED=0
+using HeadCfg = head_gemm::Config<head_gemm::Operand::kBf16>;
 
 head_gemm::Operands head_operands(const ProjGemmOperands& o) {
   head_gemm::Operands h;
@@ -115,16 +114,18 @@ head_gemm::Operands head_operands(const ProjGemmOperands& o) {
   return h;
 }
 
-// The persistent kernel's staged epilogue moves eight bf16 at a time (outputs, norm weights, cos/sin rows).
+bool aligned4(const void* p) { return reinterpret_cast<uintptr_t>(p) % 4 == 0; }
+
+// The persistent kernel's epilogue stores two bf16 at a time and reads norm weights and cos/sin in pairs.
 bool persistent_supported(const ProjGemmOperands& o) {
-  if (!head_gemm::supported<HeadCfg>(head_operands(o)) || o.out_row_stride % 8 != 0) return false;
+  if (!head_gemm::supported<HeadCfg>(head_operands(o)) || o.out_row_stride % 2 != 0) return false;
   bool normed = false;
   for (int s = 0; s < o.segments; ++s) {
-    if (o.out[s] == nullptr || !aligned16(o.out[s])) return false;
-    if (o.norm_weight[s] != nullptr && !aligned16(o.norm_weight[s])) return false;
+    if (o.out[s] == nullptr || !aligned4(o.out[s])) return false;
+    if (o.norm_weight[s] != nullptr && !aligned4(o.norm_weight[s])) return false;
     normed = normed || o.norm_weight[s] != nullptr;
   }
-  return !normed || (o.cos != nullptr && o.sin != nullptr && aligned16(o.cos) && aligned16(o.sin));
+  return !normed || (o.cos != nullptr && o.sin != nullptr && aligned4(o.cos) && aligned4(o.sin));
 }
 
 Status launch_persistent(const ProjGemmOperands& o, cudaStream_t stream) {
@@ -138,8 +139,6 @@ Status launch_persistent(const ProjGemmOperands& o, cudaStream_t stream) {
   ep.sin = o.sin;
   ep.eps = o.eps;
   ep.weight_offset = o.weight_offset;
-  static const int unstaged = detail::env_choice("GK_HEAD_GEMM_STAGED", {"0"});
-  if (unstaged == 0) return head_gemm::launch<HeadRegCfg, HeadProjEpilogue>(kOp, head_operands(o), ep, stream);
   return head_gemm::launch<HeadCfg, HeadProjEpilogue>(kOp, head_operands(o), ep, stream);
 }
 
@@ -186,10 +185,12 @@ Status proj_path_chosen(const ProjGemmOperands& o, bool fused_by_default, ProjPa
   int sms = 0;
   GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
   // A single row tile whose head tiles fit one wave: the split kernel spreads the weight stream over most SMs
-  // (M = 128: 20 us against cuBLASLt's ~31 for q|k|v, docs/perf-log.md v4). Beyond, the persistent kernel.
+  // (M = 128: 20 us against cuBLASLt's ~31 for q|k|v, docs/perf-log.md v4). Beyond, cuBLASLt and the norm pass
+  // (the 047 mean 340.7 us against 353.8 with the persistent kernel, v7), unless GK_PROJ_PATH=fused asks for the
+  // fused kernels everywhere.
   if (split_ok && o.m <= kSingleTileRows && total_tiles(o, 1) <= sms) {
     *path = ProjPath::kSplit;
-  } else if (persistent_ok) {
+  } else if (forced == kFused && persistent_ok) {
     *path = ProjPath::kPersistent;
   }
   return Status::Ok();

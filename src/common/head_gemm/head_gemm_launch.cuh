@@ -9,7 +9,6 @@
 
 #include "common/cluster_split.hpp"
 #include "common/device_props.hpp"
-#include "common/env_choice.hpp"
 #include "common/head_gemm/head_gemm_sm90.cuh"
 #include "common/status_util.hpp"
 #include "common/tensor_map.hpp"
@@ -55,6 +54,28 @@ bool supported(const Operands& o) {
   return true;
 }
 
+// How the units of a shape fall on the resident clusters: rounds = ceil(units / clusters), fill = units /
+// (rounds * clusters), the share of the cluster-rounds that do work.
+inline void unit_rounds(int64_t units, int clusters, int64_t* rounds, double* fill) {
+  *rounds = clusters > 0 ? (units + clusters - 1) / clusters : 0;
+  *fill = *rounds > 0 ? double(units) / double(*rounds * clusters) : 0.0;
+}
+
+template <class Cfg>
+int64_t units_of(const Operands& o) {
+  int64_t n_tiles = 0;
+  for (int s = 0; s < o.segments; ++s) n_tiles += head_pairs(o.heads[s]);
+  return (o.m + 2 * Cfg::kBM - 1) / (2 * Cfg::kBM) * n_tiles;
+}
+
+// Resident clusters of the kernel with this epilogue (its shared-memory opt-in set on the way).
+template <class Cfg, class Epilogue>
+Status resident_clusters(const char* op, int* clusters) {
+  const auto kernel = reinterpret_cast<const void*>(head_gemm_kernel<Cfg, Epilogue>);
+  GK_RETURN_IF_ERROR(detail::set_smem_opt_in(op, kernel, Cfg::kSmemBytes));
+  return detail::max_active_clusters(op, kernel, Cfg::kThreads, Cfg::kSmemBytes, Cfg::kClusterSize, clusters);
+}
+
 template <class Cfg, class Epilogue>
 Status launch(const char* op, const Operands& o, const typename Epilogue::Params& ep, cudaStream_t stream) {
   if (!supported<Cfg>(o)) {
@@ -70,8 +91,6 @@ Status launch(const char* op, const Operands& o, const typename Epilogue::Params
     g.seg_heads[s] = s < o.segments ? static_cast<int>(o.heads[s]) : 0;
   }
   g.n_tiles = end;
-  static const int no_multicast = detail::env_choice("GK_HEAD_GEMM_MULTICAST", {"0"});  // an experiment's knob
-  g.multicast = no_multicast == 0 ? 0 : 1;
   g.units = static_cast<int>((o.m + 2 * Cfg::kBM - 1) / (2 * Cfg::kBM)) * g.n_tiles;
 
   constexpr auto kType = Cfg::kTf32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
@@ -87,10 +106,8 @@ Status launch(const char* op, const Operands& o, const typename Epilogue::Params
   }
 
   const auto kernel = head_gemm_kernel<Cfg, Epilogue>;
-  GK_RETURN_IF_ERROR(detail::set_smem_opt_in(op, reinterpret_cast<const void*>(kernel), Cfg::kSmemBytes));
   int resident = 0;
-  GK_RETURN_IF_ERROR(detail::max_active_clusters(op, reinterpret_cast<const void*>(kernel), Cfg::kThreads,
-                                                 Cfg::kSmemBytes, Cfg::kClusterSize, &resident));
+  GK_RETURN_IF_ERROR((resident_clusters<Cfg, Epilogue>(op, &resident)));
   if (resident < 1) {
     return detail::error(GK_STATUS_CUDA_ERROR, "%s: no cluster of the head-tiled GEMM can be resident", op);
   }

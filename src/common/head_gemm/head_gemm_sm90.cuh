@@ -1,21 +1,18 @@
 // Persistent head-tiled GEMM for Hopper: out = A[M, K] * W^T for up to three weight segments (q, k, v: each
 // [heads * 128, K]), where every output tile is 128 rows x two heads (256 columns) of one segment, so that an
-// epilogue can normalize whole heads in registers. Both projection operators run on it: the Gemma3 layer's
-// q|k|v step (bf16, per-head RMSNorm and RoPE in the epilogue) and the audio QKV projection (tf32, inputs
-// rounded to nearest, per-head RMSNorm).
+// epilogue can normalize whole heads in registers. The audio QKV projection runs on it in tf32 mode past one
+// wave of the split kernel (inputs rounded to nearest: A in registers on the way from shared memory, the weights
+// from a rounded copy; per-head RMSNorm in the epilogue); the Gemma3 layer's q|k|v step can (bf16, norm and RoPE
+// in the epilogue), but cuBLASLt and the norm pass still beat it there (docs/perf-log.md, v7).
 //
-// Why this shape (docs/perf-log.md, v7): the earlier fused kernel (one tile per CTA, no multicast) reached
-// 570-680 TFLOP/s against cuBLASLt's ~790 at M = 8192, losing to pipeline fill and a shared-memory epilogue on
-// every tile and to the L2 traffic of re-reading both operands. Here
-//  - the grid is persistent: clusters of two CTAs walk units of (two row tiles, one head pair); the ring's phases
-//    run on across units, so the producer loads the next unit while the consumers run the epilogue;
-//  - the two CTAs of a cluster share the weight tile: each loads one head's rows and multicasts them to both
-//    (a third less L2 traffic per CTA);
-//  - the epilogue works on the accumulators in registers and stores straight to global memory.
+//  - The grid is persistent: clusters of two CTAs walk units of (two row tiles, one head pair); the ring's phases
+//    run on across units, so the producer loads the next unit while the consumers run the epilogue.
+//  - The two CTAs of a cluster share the weight tile: each loads one head's rows and multicasts them to both
+//    (a third less L2 traffic per CTA; measured neutral against separate loads, kept for the L2 headroom).
+//  - The epilogue works on the accumulators in registers and stores straight to global memory.
 //
-// Roles: warpgroup 0 is the producer (one thread issues the TMA loads; with kRoundBInSmem three more warps round
-// each landed weight tile to tf32 in place and publish it on a ready barrier); warpgroups 1 and 2 consume 64 rows
-// each with one wgmma of N = 256 per K step (bf16: A and B from shared memory; tf32: A from registers, loaded by
+// Roles: warpgroup 0 is the producer (one thread issues the TMA loads); warpgroups 1 and 2 consume 64 rows each
+// with one wgmma of N = 256 per K step (bf16: A and B from shared memory; tf32: A from registers, loaded by
 // ldmatrix and rounded on the way, B from shared memory), keeping one K-block's group in flight. A stage is
 // released to the producers of both CTAs (each multicasts into the other's ring) by one arrival per consumer warp.
 #pragma once
@@ -40,7 +37,6 @@ struct Grid {
   int units;     // ceil(row tiles / 2) * n_tiles
   int seg_end[kMaxSegments];    // cumulative head-pair tiles: segment s owns [seg_end[s-1], seg_end[s])
   int seg_heads[kMaxSegments];  // heads of each segment (its last tile may hold one)
-  int multicast;                // 0: each CTA loads its whole weight tile and its ring runs alone
 };
 
 // What an epilogue is told about the tile it stores.
@@ -51,16 +47,9 @@ struct Tile {
   int m0;     // the CTA's first row
 };
 
-// kStagedEpilogue: the consumers park each finished tile in shared memory as bf16 and go on with the next unit
-// while three warps of the producer warpgroup run the epilogue on it (Epilogue::drain); the staging buffer costs
-// one ring stage. Otherwise the consumers run the epilogue on their registers (Epilogue::store).
-template <Operand kOperand, bool kRoundBInSmem, bool kStagedEpilogue = false>
+template <Operand kOperand>
 struct Config {
   static constexpr bool kTf32 = kOperand == Operand::kTf32;
-  static constexpr bool kRoundB = kRoundBInSmem;
-  static constexpr bool kStaged = kStagedEpilogue;
-  static_assert(kTf32 || !kRoundBInSmem, "only tf32 operands are rounded");
-  static_assert(!(kRoundBInSmem && kStagedEpilogue), "the producer warpgroup's spare warps do one of the two");
   static constexpr int kBM = 128, kHeadDim = 128, kBN = 2 * kHeadDim;
   static constexpr int kElemBytes = kTf32 ? 4 : 2;
   static constexpr int kBK = 128 / kElemBytes;  // one 128-byte swizzle row
@@ -69,22 +58,14 @@ struct Config {
   static constexpr uint32_t kTileBytesA = kBM * 128;      // 16 KB
   static constexpr uint32_t kHeadBytesB = kHeadDim * 128;  // 16 KB: one head's weight rows
   static constexpr uint32_t kStageBytes = kTileBytesA + 2 * kHeadBytesB;
-  static constexpr int kStages = kStagedEpilogue ? 3 : 4;
+  static constexpr int kStages = 4;
   static constexpr int kClusterSize = 2;
   static constexpr int kConsumerWarps = 8;
   static constexpr int kThreads = 384;
-  static constexpr int kRoundWarps = 3, kDrainWarps = 3;  // warps 1..3 of the producer warpgroup
-  static constexpr int kProducerRegs = kStagedEpilogue ? 72 : 40;
-  static constexpr int kConsumerRegs = kStagedEpilogue ? 216 : 232;
-  static constexpr int kBarrierSets = kRoundBInSmem ? 3 : 2;  // full, empty (, ready)
-  static constexpr uint32_t kStagingBytes = kStagedEpilogue ? kBM * kBN * 2 : 0;  // the tile in bf16
-  static constexpr uint32_t kStagingRowBytes = kBN * 2;
-  static constexpr size_t kSmemBytes =
-      1024 + size_t(kStages) * kStageBytes + kStagingBytes + 8 * kBarrierSets * kStages;
-  // Named barriers of the staged epilogue (0 is __syncthreads): tile parked, staging buffer free again.
-  static constexpr int kStagedBarrier = 1, kFreeBarrier = 2, kHandoffThreads = 32 * (kConsumerWarps + kDrainWarps);
+  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+  static constexpr size_t kSmemBytes = 1024 + size_t(kStages) * kStageBytes + 8 * 2 * kStages;  // + full, empty
   // setmaxnreg moves registers within what the CTA was launched with (168 per thread under
-  // __launch_bounds__(384, 1)); an increase the freed registers cannot cover waits forever.
+  // __launch_bounds__(384, 1)); an increase that the freed registers cannot cover waits forever.
   static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
   static_assert(kProducerRegs * 128 + kConsumerRegs * 256 <= kLaunchRegs * kThreads, "the CTA's register pool");
 };
@@ -124,18 +105,11 @@ template <class Cfg>
 struct Ring {
   uint32_t base, bar;
   __device__ explicit Ring(const unsigned char* smem_raw)
-      : base((device::smem_addr(smem_raw) + 1023u) & ~1023u),
-        bar(base + Cfg::kStages * Cfg::kStageBytes + Cfg::kStagingBytes) {}
-  // The staged epilogue's bf16 tile: row r's 16-byte chunk c (columns 8c .. 8c + 7) sits at chunk c ^ (r % 8), so
-  // that the consumers' fragment writes (eight rows, one chunk) and the drain's row reads are free of conflicts.
-  __device__ uint32_t staging() const { return base + Cfg::kStages * Cfg::kStageBytes; }
+      : base((device::smem_addr(smem_raw) + 1023u) & ~1023u), bar(base + Cfg::kStages * Cfg::kStageBytes) {}
   __device__ uint32_t a(int s) const { return base + s * Cfg::kStageBytes; }
   __device__ uint32_t b(int s) const { return base + s * Cfg::kStageBytes + Cfg::kTileBytesA; }
   __device__ uint32_t full(int s) const { return bar + 8u * s; }
   __device__ uint32_t empty(int s) const { return bar + 8u * (Cfg::kStages + s); }
-  __device__ uint32_t ready(int s) const { return bar + 8u * (2 * Cfg::kStages + s); }
-  // What the consumers wait on before reading a stage.
-  __device__ uint32_t consumable(int s) const { return Cfg::kRoundB ? ready(s) : full(s); }
 };
 
 // Producer thread: every unit's K-blocks into the ring; A is this CTA's own, B one head of the pair per CTA,
@@ -159,53 +133,9 @@ __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, co
       if (use > 0) device::mbar_wait(ring.empty(s), (use - 1) & 1);
       device::mbar_arrive_expect_tx(ring.full(s), Cfg::kStageBytes);
       device::tma_load_2d(ring.a(s), a_map, ring.full(s), kb * Cfg::kBK, t.m0);
-      if (g.multicast) {
-        device::tma_load_2d_multicast(ring.b(s) + rank * Cfg::kHeadBytesB, w, ring.full(s), kb * Cfg::kBK, w_row,
-                                      0x3);
-      } else {
-        device::tma_load_2d(ring.b(s), w, ring.full(s), kb * Cfg::kBK, t.head0 * Cfg::kHeadDim);
-        device::tma_load_2d(ring.b(s) + Cfg::kHeadBytesB, w, ring.full(s), kb * Cfg::kBK,
-                            (t.head0 + 1) * Cfg::kHeadDim);
-      }
+      device::tma_load_2d_multicast(ring.b(s) + rank * Cfg::kHeadBytesB, w, ring.full(s), kb * Cfg::kBK, w_row,
+                                    0x3);
     }
-  }
-}
-
-// Rounding warps (tf32 with kRoundB): each landed weight tile (both heads, 32 KB) to nearest tf32 in place.
-template <class Cfg>
-__device__ __forceinline__ void round_weights(const Ring<Cfg>& ring, const Grid& g, int t, int lane) {
-  constexpr int kThreads = 32 * Cfg::kRoundWarps;
-  constexpr int kChunks = 2 * Cfg::kHeadBytesB / 16;
-  constexpr int kBatch = 4;
-  const int units = (g.units - static_cast<int>(blockIdx.x) + static_cast<int>(gridDim.x) - 1) /
-                    static_cast<int>(gridDim.x);
-  const int total = units * g.k_blocks;
-  for (int it = 0; it < total; ++it) {
-    const int s = it % Cfg::kStages;
-    device::mbar_wait(ring.full(s), (it / Cfg::kStages) & 1);
-    const uint32_t b = ring.b(s);
-    for (int c0 = t; c0 < kChunks; c0 += kThreads * kBatch) {
-      uint4 x[kBatch];
-#pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        const int c = c0 + i * kThreads;
-        if (c < kChunks) x[i] = device::ld_shared_v4(b + 16u * c);
-      }
-#pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        const int c = c0 + i * kThreads;
-        if (c < kChunks) {
-          x[i] = make_uint4(__float_as_uint(device::round_tf32(__uint_as_float(x[i].x))),
-                            __float_as_uint(device::round_tf32(__uint_as_float(x[i].y))),
-                            __float_as_uint(device::round_tf32(__uint_as_float(x[i].z))),
-                            __float_as_uint(device::round_tf32(__uint_as_float(x[i].w))));
-          device::st_shared_v4(b + 16u * c, x[i]);
-        }
-      }
-    }
-    device::fence_proxy_async_shared();  // the tensor cores read the stage through the async proxy
-    __syncwarp();
-    if (lane == 0) device::mbar_arrive(ring.ready(s));
   }
 }
 
@@ -218,18 +148,14 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
   const auto release = [&](int i) {
     if (lane == 0) {
       const uint32_t off = 8u * (i % Cfg::kStages);
-      if (g.multicast) {
-        device::mbar_arrive_cluster(empty0 + off);
-        device::mbar_arrive_cluster(empty1 + off);
-      } else {
-        device::mbar_arrive(ring.empty(0) + off);
-      }
+      device::mbar_arrive_cluster(empty0 + off);
+      device::mbar_arrive_cluster(empty1 + off);
     }
   };
   if constexpr (!Cfg::kTf32) {
     for (int kb = 0; kb < g.k_blocks; ++kb, ++it) {
       const int s = it % Cfg::kStages;
-      device::mbar_wait(ring.consumable(s), (it / Cfg::kStages) & 1);
+      device::mbar_wait(ring.full(s), (it / Cfg::kStages) & 1);
       device::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
@@ -253,7 +179,7 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
 #pragma unroll
       for (int p = 0; p < 2; ++p, ++it) {
         const int s = it % Cfg::kStages;
-        device::mbar_wait(ring.consumable(s), (it / Cfg::kStages) & 1);
+        device::mbar_wait(ring.full(s), (it / Cfg::kStages) & 1);
 #pragma unroll
         for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
           device::ldmatrix_x4(ring.a(s) + row_off + (((2 * kk + hi) ^ r7) << 4), frag[p][kk]);
@@ -280,31 +206,9 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
   release(it - 1);
 }
 
-// Consumers, staged epilogue: the tile rounded to bf16 into the staging buffer (see Ring::staging), once the drain
-// warps are done with the previous one.
-template <class Cfg>
-__device__ __forceinline__ void stage_tile(const float (&acc)[32][4], const Ring<Cfg>& ring, int cw, int warp,
-                                           int lane, bool first) {
-  if (!first) device::named_barrier_sync(Cfg::kFreeBarrier, Cfg::kHandoffThreads);
-  const int g = lane >> 2, t4 = lane & 3;
-#pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    const int r = cw * 64 + warp * 16 + g + 8 * hr;  // r % 8 == g
-    const uint32_t row = ring.staging() + r * Cfg::kStagingRowBytes + 4 * t4;
-#pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      device::st_shared_b32(row + ((j ^ g) << 4), device::pack_bf16x2(acc[j][2 * hr], acc[j][2 * hr + 1]));
-    }
-  }
-  device::named_barrier_arrive(Cfg::kStagedBarrier, Cfg::kHandoffThreads);
-}
-
 // Epilogue: struct with `Params` and
 //   static void store(float (&acc)[32][4], const Params&, const Tile&, int m, int cw, int warp, int lane)
-// called by every consumer thread once its accumulators are final (cw: consumer warpgroup 0/1, warp: 0..3 in it);
-// with the staged epilogue also
-//   static void drain(uint32_t staging, const Params&, const Tile&, int m, int warp, int lane)
-// called by each of the kDrainWarps warps (warp 0..2) once the unit's bf16 tile is in the staging buffer.
+// called by every consumer thread once its accumulators are final (cw: consumer warpgroup 0/1, warp: 0..3 in it).
 template <class Cfg, class Epilogue>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     head_gemm_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap w0_map,
@@ -318,8 +222,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < Cfg::kStages; ++s) {
       device::mbar_init(ring.full(s), 1);
-      device::mbar_init(ring.empty(s), (g.multicast ? Cfg::kClusterSize : 1) * Cfg::kConsumerWarps);
-      if constexpr (Cfg::kRoundB) device::mbar_init(ring.ready(s), Cfg::kRoundWarps);
+      device::mbar_init(ring.empty(s), Cfg::kClusterSize * Cfg::kConsumerWarps);
     }
     device::mbar_fence_init();
   }
@@ -327,20 +230,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   if (warp < 4) {
     device::regs_dealloc<Cfg::kProducerRegs>();
-    if (warp == 0) {
-      if (lane == 0) produce<Cfg>(ring, g, &a_map, &w0_map, &w1_map, &w2_map, rank);
-    } else if constexpr (Cfg::kRoundB) {
-      if (warp <= Cfg::kRoundWarps) round_weights<Cfg>(ring, g, threadIdx.x - 32, lane);
-    } else if constexpr (Cfg::kStaged) {
-      // Every unit of this CTA but its last is staged (the consumers store the last one themselves, so that no
-      // drain is left after the final mainloop); every staging but the first waits for the free barrier.
-      const int step = static_cast<int>(gridDim.x);
-      for (int u = blockIdx.x; u + step < g.units; u += step) {
-        device::named_barrier_sync(Cfg::kStagedBarrier, Cfg::kHandoffThreads);
-        Epilogue::drain(ring.staging(), ep, decode_unit(g, u, rank), g.m, warp - 1, lane);
-        if (u + 2 * step < g.units) device::named_barrier_arrive(Cfg::kFreeBarrier, Cfg::kHandoffThreads);
-      }
-    }
+    if (warp == 0 && lane == 0) produce<Cfg>(ring, g, &a_map, &w0_map, &w1_map, &w2_map, rank);
   } else {
     device::regs_alloc<Cfg::kConsumerRegs>();
     const int cw = warp / 4 - 1;
@@ -350,11 +240,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     for (int u = blockIdx.x; u < g.units; u += gridDim.x) {
       const Tile t = decode_unit(g, u, rank);
       mainloop<Cfg>(acc, ring, g, it, cw, empty0, empty1);
-      if (Cfg::kStaged && u + static_cast<int>(gridDim.x) < g.units) {
-        stage_tile<Cfg>(acc, ring, cw, warp % 4, lane, u == static_cast<int>(blockIdx.x));
-      } else {
-        Epilogue::store(acc, ep, t, g.m, cw, warp % 4, lane);
-      }
+      Epilogue::store(acc, ep, t, g.m, cw, warp % 4, lane);
     }
   }
   device::cluster_sync();  // no CTA leaves while its peer may still multicast into it or arrive on its barriers
