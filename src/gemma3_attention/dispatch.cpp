@@ -84,9 +84,9 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
     return gemm.run(what, shape, t.hidden_states.data, w.data, dst, ws.gemm_workspace, detail::kGemmWorkspaceBytes,
                     stream);
   };
-  // One fused kernel for q|k|v with the norm and RoPE in its epilogue (split-K over a cluster for a single row
-  // tile, where the weight read dominates; the persistent head-tiled GEMM beyond). Where neither takes the
-  // operands: three cuBLASLt GEMMs and the standalone norm/RoPE pass.
+  // A single row tile (M <= 128): one fused kernel for q|k|v with the norm and RoPE in its epilogue (split-K over a
+  // cluster: the weight read dominates). Otherwise three cuBLASLt GEMMs and the standalone norm/RoPE pass, unless
+  // GK_PROJ_PATH pins a fused kernel.
   gemma3::ProjGemmOperands qkv_ops;
   qkv_ops.m = rows;
   qkv_ops.k = c.hidden;
