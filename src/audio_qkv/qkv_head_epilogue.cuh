@@ -29,14 +29,7 @@ struct HeadQkvEpilogue {
       for (int hr = 0; hr < 2; ++hr) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          float ss = 0.f;
-#pragma unroll
-          for (int jl = 0; jl < 16; ++jl) {
-            const float a = acc[16 * h + jl][2 * hr], b = acc[16 * h + jl][2 * hr + 1];
-            ss += a * a + b * b;
-          }
-          ss += __shfl_xor_sync(0xffffffffu, ss, 1);
-          ss += __shfl_xor_sync(0xffffffffu, ss, 2);
+          const float ss = head_gemm::head_sum_squares(acc, hr, h);
           const float inv = __frcp_rn(__fsqrt_rn(ss * (1.f / 128) + p.eps));
 #pragma unroll
           for (int jl = 0; jl < 16; ++jl) {

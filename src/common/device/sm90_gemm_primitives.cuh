@@ -35,13 +35,6 @@ __device__ __forceinline__ void fence_fragment(uint32_t (&a)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+r"(a[i])::"memory");
 }
 
-template <int N>
-__device__ __forceinline__ void fence_accumulators_n256(float (&d)[N][4]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) {
-    asm volatile("" : "+f"(d[i][0]), "+f"(d[i][1]), "+f"(d[i][2]), "+f"(d[i][3])::"memory");
-  }
-}
 
 #define GK_WGMMA_D128 \
   "{" \

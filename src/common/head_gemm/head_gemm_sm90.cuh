@@ -101,6 +101,19 @@ __device__ __forceinline__ uint32_t round_tf32_for_mma(uint32_t x) {
   return r;
 }
 
+// For epilogues: the sum of squares of one head (h: 0 or 1) of one of the thread's two rows (hr) over the head's
+// 128 columns, which a quad of threads holds between them (every thread of the warp must call it).
+__device__ __forceinline__ float head_sum_squares(const float (&acc)[32][4], int hr, int h) {
+  float ss = 0.f;
+#pragma unroll
+  for (int jl = 0; jl < 16; ++jl) {
+    const float a = acc[16 * h + jl][2 * hr], b = acc[16 * h + jl][2 * hr + 1];
+    ss += a * a + b * b;
+  }
+  ss += __shfl_xor_sync(0xffffffffu, ss, 1);
+  return ss + __shfl_xor_sync(0xffffffffu, ss, 2);
+}
+
 template <class Cfg>
 struct Ring {
   uint32_t base, bar;
@@ -165,7 +178,7 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
       }
       device::wgmma_commit();
       device::wgmma_wait<1>();
-      device::fence_accumulators_n256(acc);
+      device::fence_accumulators(acc);
       if (kb > 0) release(it - 1);
     }
   } else {
@@ -194,7 +207,7 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
         }
         device::wgmma_commit();
         device::wgmma_wait<1>();
-        device::fence_accumulators_n256(acc);
+        device::fence_accumulators(acc);
 #pragma unroll
         for (int kk = 0; kk < Cfg::kKSteps; ++kk) device::fence_fragment(frag[p ^ 1][kk]);  // retired now
         if (kb + p > 0) release(it - 1);
@@ -202,7 +215,7 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
     }
   }
   device::wgmma_wait<0>();
-  device::fence_accumulators_n256(acc);
+  device::fence_accumulators(acc);
   release(it - 1);
 }
 
