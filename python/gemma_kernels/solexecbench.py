@@ -31,7 +31,8 @@ PROBLEMS = {
         "definition": "054_audio_attention_qkv_projection_with_normalization",
         "entry": "entry_054.cpp",
         "description": "gemma-kernels Gemma3n audio QKV projection (fp32 in/out, tf32 tensor cores with inputs "
-                       "rounded to nearest): fused Hopper kernel for one wave of tiles, cuBLASLt + norm otherwise.",
+                       "rounded to nearest): fused Hopper kernels (split-K for one wave of tiles, a persistent "
+                       "head-tiled GEMM beyond), cuBLASLt + norm where the persistent kernel's grid fills poorly.",
     },
 }
 

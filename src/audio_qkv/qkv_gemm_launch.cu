@@ -1,6 +1,7 @@
-// Launch of the fused audio QKV kernels (tf32, and 3xTF32 for the exact mode): the K split (a cluster of CTAs along
-// z) is chosen from the grid the row tiles alone would give, so small M still spreads the weight stream over most
-// SMs.
+// Launch and path choice of the fused audio QKV kernels: the split kernels (tf32, and 3xTF32 for the exact mode),
+// whose K split (a cluster of CTAs along z) is chosen from the grid the row tiles alone would give, so small M
+// still spreads the weight stream over most SMs; and the persistent head-tiled GEMM (common/head_gemm) for tf32
+// past one wave.
 #include <cuda_runtime.h>
 
 #include <initializer_list>
