@@ -5,6 +5,7 @@
 
 #include "audio_qkv/kernels.hpp"
 #include "common/cuda_check.hpp"
+#include "common/device_props.hpp"
 #include "common/device/sm80_primitives.cuh"
 
 namespace gk::audio {
@@ -55,8 +56,10 @@ Status launch_round_tf32_weights(const float* const (&w)[3], float* dst, int64_t
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: weight copy of %lld elements is not whole float4s", kOp,
                          static_cast<long long>(elems_each));
   }
+  int sms = 0;
+  GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
   const int64_t vec = elems_each / 4;
-  const int64_t blocks = std::min<int64_t>((3 * vec + 255) / 256, 132 * 16);
+  const int64_t blocks = std::min<int64_t>((3 * vec + 255) / 256, int64_t(sms) * 16);  // grid-stride beyond
   round_tf32_weights_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
       reinterpret_cast<const float4*>(w[0]), reinterpret_cast<const float4*>(w[1]),
       reinterpret_cast<const float4*>(w[2]), reinterpret_cast<float4*>(dst), vec);

@@ -93,19 +93,6 @@ struct ThreeTf32Kernel {
 // warpgroup's spare warps measured far slower (054 mean 130.0 against 88.6 us, docs/perf-log.md v7).
 using HeadCfg = head_gemm::Config<head_gemm::Operand::kTf32>;
 
-head_gemm::Operands head_operands(const QkvGemmParams& p, const float* const (&w)[3]) {
-  head_gemm::Operands o;
-  o.m = p.m;
-  o.k = p.k_dim;
-  o.a = p.hidden;
-  o.segments = 3;
-  for (int s = 0; s < 3; ++s) {
-    o.w[s] = w[s];
-    o.heads[s] = p.heads;
-  }
-  return o;
-}
-
 // The shape alone, for the path choice: the operator's contract already guarantees 16-byte aligned tensors.
 head_gemm::Operands shape_operands(int64_t rows, int64_t hidden, int64_t heads) {
   head_gemm::Operands o;
@@ -113,6 +100,13 @@ head_gemm::Operands shape_operands(int64_t rows, int64_t hidden, int64_t heads) 
   o.k = hidden;
   o.segments = 3;
   for (int s = 0; s < 3; ++s) o.heads[s] = heads;
+  return o;
+}
+
+head_gemm::Operands head_operands(const QkvGemmParams& p, const float* const (&w)[3]) {
+  head_gemm::Operands o = shape_operands(p.m, p.k_dim, p.heads);
+  o.a = p.hidden;
+  for (int s = 0; s < 3; ++s) o.w[s] = w[s];
   return o;
 }
 

@@ -26,6 +26,14 @@ struct Operands {
 
 inline int64_t head_pairs(int64_t heads) { return (heads + 1) / 2; }
 
+// The units a launch walks: ceil(row tiles / 2) pairs times the head-pair tiles of every segment.
+template <class Cfg>
+int64_t units_of(const Operands& o) {
+  int64_t n_tiles = 0;
+  for (int s = 0; s < o.segments; ++s) n_tiles += head_pairs(o.heads[s]);
+  return (o.m + 2 * Cfg::kBM - 1) / (2 * Cfg::kBM) * n_tiles;
+}
+
 // Sizes the grid can take: K in whole K-blocks (pairs of them for tf32) and counts that fit the kernel's ints.
 // The pointers are not looked at.
 template <class Cfg>
@@ -33,13 +41,10 @@ bool shape_supported(const Operands& o) {
   const int64_t k_unit = Cfg::kTf32 ? 2 * Cfg::kBK : Cfg::kBK;
   if (o.segments < 1 || o.segments > Grid::kMaxSegments || o.m < 1 || o.m > INT32_MAX - 2 * Cfg::kBM) return false;
   if (o.k < k_unit || o.k % k_unit != 0 || o.k > INT32_MAX) return false;
-  int64_t n_tiles = 0;
   for (int s = 0; s < o.segments; ++s) {
     if (o.heads[s] < 1 || o.heads[s] * Cfg::kHeadDim > INT32_MAX) return false;
-    n_tiles += head_pairs(o.heads[s]);
   }
-  const int64_t pairs = (o.m + 2 * Cfg::kBM - 1) / (2 * Cfg::kBM);
-  return pairs * n_tiles <= INT32_MAX;
+  return units_of<Cfg>(o) <= INT32_MAX;
 }
 
 // shape_supported, and operands TMA can read: present and 16-byte aligned (the row pitch K * element size is a
@@ -59,13 +64,6 @@ bool supported(const Operands& o) {
 inline void unit_rounds(int64_t units, int clusters, int64_t* rounds, double* fill) {
   *rounds = clusters > 0 ? (units + clusters - 1) / clusters : 0;
   *fill = *rounds > 0 ? double(units) / double(*rounds * clusters) : 0.0;
-}
-
-template <class Cfg>
-int64_t units_of(const Operands& o) {
-  int64_t n_tiles = 0;
-  for (int s = 0; s < o.segments; ++s) n_tiles += head_pairs(o.heads[s]);
-  return (o.m + 2 * Cfg::kBM - 1) / (2 * Cfg::kBM) * n_tiles;
 }
 
 // Resident clusters of the kernel with this epilogue (its shared-memory opt-in set on the way).
@@ -91,7 +89,7 @@ Status launch(const char* op, const Operands& o, const typename Epilogue::Params
     g.seg_heads[s] = s < o.segments ? static_cast<int>(o.heads[s]) : 0;
   }
   g.n_tiles = end;
-  g.units = static_cast<int>((o.m + 2 * Cfg::kBM - 1) / (2 * Cfg::kBM)) * g.n_tiles;
+  g.units = static_cast<int>(units_of<Cfg>(o));
 
   constexpr auto kType = Cfg::kTf32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   const uint64_t k = uint64_t(o.k), stride[1] = {k * Cfg::kElemBytes};
