@@ -57,6 +57,9 @@ for k in wgmma mma; do
   step "gemma3 tests, attention=$k" env GK_ATTENTION_KERNEL=$k "$BUILD/bin/gk_gpu_tests" \
     --gtest_filter='*Gemma3*:*W047*:GpuTest.*' --gtest_brief=1
 done
+# The Hopper attention kernel with the GQA tails kept one tile per head (packed where the shape allows, by default).
+step "gemma3 tests, attention=wgmma tail=separate" env GK_ATTENTION_KERNEL=wgmma GK_ATTENTION_TAIL=separate \
+  "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Gemma3*:*W047*:GpuTest.*' --gtest_brief=1
 # fused: the fused kernels (the O projection too); split / persistent: one fused kernel on every shape it takes.
 for pp in fused cublas split persistent; do
   step "gemma3 tests, projections=$pp" env GK_PROJ_PATH=$pp "$BUILD/bin/gk_gpu_tests" \
@@ -76,6 +79,10 @@ if command -v compute-sanitizer > /dev/null; then
     "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Small*' --gtest_brief=1
   step "memcheck (small, attention=wgmma)" env GK_ATTENTION_KERNEL=wgmma compute-sanitizer --tool memcheck \
     --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" --gtest_filter='Small/Gemma3Small.*' --gtest_brief=1
+  # s1, s130 and the causal (S = 37) shapes run packed GQA tails on the Hopper kernel.
+  step "racecheck (attention=wgmma, small)" env GK_ATTENTION_KERNEL=wgmma compute-sanitizer --tool racecheck \
+    --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" \
+    --gtest_filter='Small/Gemma3Small.*causal_softcap:Small/Gemma3Small.*s130*:Small/Gemma3Small.s1' --gtest_brief=1
   step "racecheck (attention=mma, small)" env GK_ATTENTION_KERNEL=mma compute-sanitizer --tool racecheck \
     --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" \
     --gtest_filter='Small/Gemma3Small.*causal_softcap:Small/Gemma3Small.*s130*' --gtest_brief=1

@@ -95,6 +95,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
 
   // Thread (lane) holds rows g and g+8 of its warp's 16, columns 2t and 2t+1 of every n8 tile.
   const int row0 = m0 + warp * 16 + (lane >> 2);
+  const int rows[2] = {row0, row0 + 8};
   OnlineSoftmax softmax;
   float acc_o[kDTiles][4];
 #pragma unroll
@@ -141,8 +142,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
 
     const int n0 = kt.n0;
     const bool edge = (n0 + kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + kBlockN - 1 > m0);
-    scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, row0, n0, lane, edge,
-                                               kt.mask);
+    scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane, edge, kt.mask);
     softmax.update<kNTiles, kDTiles>(acc_s, acc_o, logit_scale<kSoftcap, kMask>(p));
 
     if (has_next) {

@@ -20,14 +20,11 @@ namespace {
 constexpr const char* kOp = "gemma3_attention";
 using Traits128 = AttentionTraits</*kBlockM=*/64, /*kBlockN=*/64, /*kHeadDim=*/128, /*kWarps=*/4>;
 
-// Kernel and grid choice, from `gk bench` per-kernel timings on the H200 (docs/perf-log.md, v3):
-// - The Hopper kernel's grid of 128-row tiles is too small to fill the GPU when it has fewer tiles than half the
-//   SMs (B = 1, S = 128: 24 tiles, 7.0 us against 6.1 us for the 64-row kernel); the 64-row kernel takes those.
-// - The Hopper kernel runs persistent (one CTA per SM walking tiles) for short sequences, where per-tile setup
-//   and the Q load are a large part of each tile (B = 32, S = 256: 105 -> 75 us), and one CTA per tile from
-//   S = 2048 on, where the hardware's dynamic CTA scheduling balances the causal tiles better than the static
-//   snake order (S = 8192: 921 us against 946 us persistent).
-constexpr int kPersistentMaxSeqLen = 2047;
+// Kernel choice, from `gk bench` per-kernel timings on the H200 (docs/perf-log.md, v3): the Hopper kernel's grid
+// of 128-row tiles is too small to fill the GPU when it has fewer tiles than half the SMs (B = 1, S = 128: 24
+// tiles, 7.0 us against 6.1 us for the 64-row kernel); the 64-row kernel takes those. The Hopper kernel's grid
+// is persistent at every length (one CTA per SM walking tiles in a snake order: attention_scheduler.cuh); one
+// CTA per tile was the choice from S = 2048 on until the packed tails and the producer's tile decoding (v8).
 
 enum class Choice { kAuto, kMma, kWgmma, kInvalid };
 
@@ -48,9 +45,27 @@ Choice forced_choice() {
   return c;
 }
 
-// Work tiles of `block_m` query rows: one per (query block, batch, query head).
+// GK_ATTENTION_TAIL=packed|separate pins whether the Hopper kernel packs the GQA tails (tests run both).
+int forced_tail() {
+  static const int c = detail::env_choice("GK_ATTENTION_TAIL", {"packed", "separate"});
+  return c;
+}
+
+// Work tiles of `block_m` query rows: one per (query block, batch, query head), except that packed GQA tails
+// (p.tail_rows > 0) take one tile per (batch, kv head) for the last query block.
 int64_t tile_count(const AttentionParams& p, int block_m) {
-  return int64_t((p.seq_len + block_m - 1) / block_m) * p.batch * p.num_q_heads;
+  const int64_t heads = int64_t(p.batch) * p.num_q_heads;
+  const int64_t n = int64_t((p.seq_len + block_m - 1) / block_m) * heads;
+  return p.tail_rows > 0 ? n - heads + heads / p.group_size : n;
+}
+
+// Rows per head of a packed GQA tail, or 0: the last query block's rows, rounded up to a multiple of 8 (each
+// head's rows then start on a 1024-byte swizzle atom), for every head of the group must fit the 128-row tile.
+// Packing turns group_size tiles that each sweep every key tile into one (B = 4, S = 2053: 5 rows per head).
+int tail_rows_for(const AttentionParams& p) {
+  const int r = p.seq_len % Sm90Traits::kBlockM, r8 = (r + 7) / 8 * 8;
+  if (r == 0 || p.group_size < 2 || p.group_size * r8 > Sm90Traits::kBlockM) return 0;
+  return r8;
 }
 
 // The launch steps both kernels share: the shared-memory opt-in and a grid of one CTA per (query block, batch,
@@ -62,9 +77,11 @@ Status prepare_grid(Kernel kernel, size_t smem_bytes, int block_m, AttentionPara
       "cudaFuncSetAttribute(attention)"));
   p->num_m_blocks = (p->seq_len + block_m - 1) / block_m;
   const int64_t n = tile_count(*p, block_m);
-  if (n > INT32_MAX) {
-    return detail::error(GK_STATUS_INVALID_ARGUMENT, "%s: batch*num_q_heads*ceil(seq_len/%d) = %lld exceeds 2^31-1",
-                         kOp, block_m, static_cast<long long>(n));
+  // A persistent grid's last round may index up to num_tiles + its grid (at most one CTA per SM).
+  constexpr int64_t kMaxTiles = INT32_MAX - 65536;
+  if (n > kMaxTiles) {
+    return detail::error(GK_STATUS_INVALID_ARGUMENT, "%s: %lld work tiles of %d query rows exceed the limit %lld", kOp,
+                         static_cast<long long>(n), block_m, static_cast<long long>(kMaxTiles));
   }
   p->num_tiles = static_cast<int>(n);
   *blocks = static_cast<unsigned>(n);
@@ -74,6 +91,7 @@ Status prepare_grid(Kernel kernel, size_t smem_bytes, int block_m, AttentionPara
 template <class Tr, bool kSoftcap, MaskMode kMask>
 Status launch_mma(AttentionParams p, cudaStream_t stream) {
   auto kernel = attention_fwd_kernel<Tr, kSoftcap, kMask>;
+  p.tail_rows = p.tail_inv = 0;  // the Hopper kernel's packing only
   unsigned blocks = 0;
   GK_RETURN_IF_ERROR(prepare_grid(kernel, Tr::kSmemBytes, Tr::kBlockM, &p, &blocks));
   if (kMask == MaskMode::kAdditive) GK_RETURN_IF_ERROR(build_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, stream));
@@ -81,12 +99,12 @@ Status launch_mma(AttentionParams p, cudaStream_t stream) {
   return detail::check_launch(kOp, "attention kernel launch");
 }
 
-// The packed q|k|v buffer as a 3-D tensor [B][S][width] (bf16) in 64-column x 128-row boxes with the 128-byte
-// swizzle; rows past S of a batch read as zeros.
-Status encode_qkv_map(const AttentionParams& p, CUtensorMap* map) {
+// The packed q|k|v buffer as a 3-D tensor [B][S][width] (bf16) in 64-column x `box_rows`-row boxes with the
+// 128-byte swizzle; rows past S of a batch read as zeros.
+Status encode_qkv_map(const AttentionParams& p, uint32_t box_rows, CUtensorMap* map) {
   const uint64_t dims[3] = {uint64_t(p.q_token_stride), uint64_t(p.seq_len), uint64_t(p.batch)};
   const uint64_t strides[2] = {uint64_t(p.q_token_stride) * 2, uint64_t(p.q_batch_stride) * 2};
-  const uint32_t box[3] = {Sm90Traits::kBoxCols, Sm90Traits::kBoxRows, 1};
+  const uint32_t box[3] = {Sm90Traits::kBoxCols, box_rows, 1};
   return detail::encode_tiled_map(kOp, map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, p.q, dims, strides, box);
 }
 
@@ -110,16 +128,22 @@ bool sm90_layout(const AttentionParams& p, Sm90Columns* cols) {
 template <bool kSoftcap, MaskMode kMask>
 Status launch_wgmma(AttentionParams p, const Sm90Columns& cols, cudaStream_t stream) {
   using Tr = Sm90Traits;
-  CUtensorMap map;
-  GK_RETURN_IF_ERROR(encode_qkv_map(p, &map));
+  const int tail = forced_tail();
+  if (tail == detail::kEnvInvalid) return detail::env_error(kOp, "GK_ATTENTION_TAIL", "packed|separate");
+  p.tail_rows = tail == 1 ? 0 : tail_rows_for(p);
+  p.tail_inv = p.tail_rows > 0 ? (65536 + p.tail_rows - 1) / p.tail_rows : 0;
+  CUtensorMap map, tail_map;
+  GK_RETURN_IF_ERROR(encode_qkv_map(p, Tr::kBoxRows, &map));
+  tail_map = map;
+  if (p.tail_rows > 0) GK_RETURN_IF_ERROR(encode_qkv_map(p, static_cast<uint32_t>(p.tail_rows), &tail_map));
   auto kernel = attention_sm90_kernel<kSoftcap, kMask>;
   unsigned blocks = 0;
   GK_RETURN_IF_ERROR(prepare_grid(kernel, Tr::kSmemBytes, Tr::kBlockM, &p, &blocks));
   if (kMask == MaskMode::kAdditive) GK_RETURN_IF_ERROR(build_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, stream));
   int sms = 0;
   GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
-  if (p.seq_len <= kPersistentMaxSeqLen) blocks = std::min(blocks, static_cast<unsigned>(sms));
-  kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(map, p, cols);
+  blocks = std::min(blocks, static_cast<unsigned>(sms));
+  kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(map, tail_map, p, cols);
   return detail::check_launch(kOp, "attention sm90 kernel launch");
 }
 

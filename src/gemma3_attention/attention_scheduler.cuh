@@ -1,18 +1,26 @@
-// Which (batch, query head, query block) a CTA computes, and how many key tiles it visits. Shared by both
+// Which (batch, query head(s), query block) a work tile computes, and how many key tiles it visits. Shared by both
 // attention kernels.
 #pragma once
 
+#include "common/device/sm80_primitives.cuh"
 #include "gemma3_attention/params.hpp"
 
 namespace gk::gemma3 {
 
 struct TileCoord {
-  int b, h, kvh;  // batch, query head, the kv head serving it (GQA)
-  int m0;         // first query row of the block
+  int b, h, kvh;  // batch, (first) query head, the kv head serving it (GQA)
+  int m0;         // first query position of the block
   // Key tiles to visit: all of them; under a causal mask those at or left of the diagonal; under an additive
   // mask those its tile list names (`list`, built per call by mask_tiles.cu).
   int n_blocks;
   const uint32_t* list;
+  int block;  // b * num_m_blocks + the query block: the additive mask's tile list index
+  // 0: row i of the block is position m0 + i of head h. Otherwise the block is a packed GQA tail (the last,
+  // partial query block of every head of one kv group in one tile): row i is position m0 + i % tail_rows of
+  // head h + i / tail_rows.
+  int tail_rows;
+  int tail_inv;  // ceil(2^16 / tail_rows) (0 when tail_rows is): i / tail_rows as (i * tail_inv) >> 16, exact for
+                 // i < 256 and tail_rows a multiple of 8 up to 128, with no division on the kernels' paths
 };
 
 // The i-th key tile a work tile visits: its first key, and how the 64-row half `half` of the query block applies
@@ -22,45 +30,97 @@ struct KeyTile {
   uint32_t mask;
 };
 
-// Work tiles are ordered query block-major, heaviest (largest m_block) first, so under a causal mask the long
-// blocks start early and the last wave (or, for a persistent grid, each CTA's last tile) is a short one.
+// Work tiles are ordered heaviest first: the packed GQA tails when p.tail_rows > 0 (they visit every key tile),
+// then query block-major from the last block down. Under a causal mask the long blocks start early and the last
+// tiles each SM takes are short ones.
 template <MaskMode kMask, int kBlockM, int kBlockN>
 __device__ __forceinline__ TileCoord tile_coord(const AttentionParams& p, int tile) {
   TileCoord t;
   const int bh_count = p.batch * p.num_q_heads;
-  const int bh = tile % bh_count;
-  const int m_block = p.num_m_blocks - 1 - tile / bh_count;
-  t.b = bh / p.num_q_heads;
-  t.h = bh % p.num_q_heads;
-  t.kvh = t.h / p.group_size;
+  int top = p.num_m_blocks - 1;  // the heaviest unpacked query block
+  t.tail_rows = 0;
+  t.tail_inv = 0;
+  if (p.tail_rows > 0) {
+    const int kv_heads = p.num_q_heads / p.group_size, tails = p.batch * kv_heads;
+    if (tile < tails) {
+      t.tail_rows = p.tail_rows;
+      t.tail_inv = p.tail_inv;
+      t.b = tile / kv_heads;
+      t.kvh = tile % kv_heads;
+      t.h = t.kvh * p.group_size;
+    }
+    tile -= tails;
+    top -= 1;
+  }
+  const int m_block = t.tail_rows > 0 ? p.num_m_blocks - 1 : top - tile / bh_count;
+  if (t.tail_rows == 0) {
+    const int bh = tile % bh_count;
+    t.b = bh / p.num_q_heads;
+    t.h = bh % p.num_q_heads;
+    t.kvh = t.h / p.group_size;
+  }
   t.m0 = m_block * kBlockM;
   t.n_blocks = (p.seq_len + kBlockN - 1) / kBlockN;
   t.list = nullptr;
+  t.block = t.b * p.num_m_blocks + m_block;
   if constexpr (kMask == MaskMode::kCausal) t.n_blocks = min(t.n_blocks, (t.m0 + kBlockM + kBlockN - 1) / kBlockN);
   if constexpr (kMask == MaskMode::kAdditive) {
-    const int block = t.b * p.num_m_blocks + m_block;
-    t.n_blocks = p.tiles.counts[block];
-    t.list = p.tiles.entries + int64_t(block) * p.tiles.stride;
+    t.n_blocks = p.tiles.counts[t.block];
+    t.list = p.tiles.entries + int64_t(t.block) * p.tiles.stride;
   }
   return t;
+}
+
+// A decoded work tile in 32 bytes of shared memory, as the Hopper kernel's producer hands it to the consumers (so
+// the divisions of tile_coord stay off their path from the Q load to the first Q K^T). `tile` >= p.num_tiles
+// means no more work.
+__device__ __forceinline__ void write_tile(uint32_t slot, int tile, const TileCoord& t) {
+  device::st_shared_v4(slot, make_uint4(tile, t.b, t.h, t.m0));
+  device::st_shared_v4(slot + 16, make_uint4(t.n_blocks, t.tail_rows, t.block, t.kvh));
+}
+
+template <MaskMode kMask>
+__device__ __forceinline__ int read_tile(uint32_t slot, const AttentionParams& p, TileCoord* t) {
+  const uint4 a = device::ld_shared_v4(slot), c = device::ld_shared_v4(slot + 16);
+  t->b = static_cast<int>(a.y);
+  t->h = static_cast<int>(a.z);
+  t->m0 = static_cast<int>(a.w);
+  t->n_blocks = static_cast<int>(c.x);
+  t->tail_rows = static_cast<int>(c.y);
+  t->tail_inv = t->tail_rows > 0 ? p.tail_inv : 0;
+  t->block = static_cast<int>(c.z);
+  t->kvh = static_cast<int>(c.w);
+  t->list = kMask == MaskMode::kAdditive ? p.tiles.entries + int64_t(t->block) * p.tiles.stride : nullptr;
+  return static_cast<int>(a.x);
+}
+
+// Query head and position of row i (0..kBlockM-1) of a work tile.
+__device__ __forceinline__ void row_of(const TileCoord& t, int i, int* head, int* pos) {
+  const int j = (i * t.tail_inv) >> 16;  // 0 unless packed
+  *head = t.h + j;
+  *pos = t.m0 + i - j * t.tail_rows;
+}
+
+// A persistent grid's r-th tile for this CTA. Rounds alternate direction (a snake), so the CTA that took the
+// heaviest tile of one round takes the lightest of the next: under the heaviest-first order a plain stride would
+// hand CTA 0 the heaviest tile of every round (measured: 8% slower at S = 8192). Past num_tiles: no more work.
+// A global counter handing out tiles dynamically measured no better (docs/perf-log.md, v8), and its per-call
+// reset cost a few microseconds of the layer.
+__device__ __forceinline__ int persistent_tile(int round) {
+  const int g = static_cast<int>(gridDim.x), c = static_cast<int>(blockIdx.x);
+  return round * g + ((round & 1) ? g - 1 - c : c);
 }
 
 template <MaskMode kMask, int kBlockN>
 __device__ __forceinline__ KeyTile key_tile(const TileCoord& t, int i, int half) {
   if constexpr (kMask == MaskMode::kAdditive) {
     const uint32_t e = t.list[i];
-    return {static_cast<int>(e >> 4) * kBlockN, (e >> (2 * half)) & 3u};
+    // A packed tail's positions all lie in the block's first 64 rows (tail_rows <= 40).
+    const int h = t.tail_rows > 0 ? 0 : half;
+    return {static_cast<int>(e >> 4) * kBlockN, (e >> (2 * h)) & 3u};
   } else {
     return {i * kBlockN, kMaskNone};
   }
-}
-
-// A persistent grid's r-th tile for this CTA. Rounds alternate direction (a snake), so the CTA that took the
-// heaviest tile of one round takes the lightest of the next: under the heaviest-first order a plain stride would
-// hand CTA 0 the heaviest tile of every round (measured: 8% slower at S = 8192). Past num_tiles: no more work.
-__device__ __forceinline__ int persistent_tile(int round) {
-  const int g = static_cast<int>(gridDim.x), c = static_cast<int>(blockIdx.x);
-  return round * g + ((round & 1) ? g - 1 - c : c);
 }
 
 }  // namespace gk::gemma3

@@ -1,16 +1,21 @@
 // Flash-attention forward for Hopper (sm_90a): warp-specialized, TMA-fed, wgmma.
 //
-// The grid is persistent: each CTA walks work tiles of 128 query rows of one (batch, query head), taking one per
-// round of the heaviest-first order in snake fashion (attention_scheduler.cuh). Warpgroup 0 is the producer: one thread issues the TMA loads of each
-// tile's Q and of its K and V tiles (128 keys each) into a two-stage shared-memory ring, each stage completing on
-// an mbarrier and released by the consumers through another; the ring and its phases run on across work tiles,
-// and the next tile's Q loads as soon as the consumers' last Q K^T of the current one has completed, so the
-// loads of one tile overlap the last P*V and the output store of the previous. Warpgroups 1 and 2 are consumers, 64 query rows
-// each: S = Q K^T with wgmma (both operands from shared memory), the online softmax in registers (the same code as
-// the sm_80 kernel: the wgmma accumulator layout is the mma.sync one), then O += P V with wgmma taking P straight
-// from registers and V from shared memory read transposed. Registers move from the producer to the consumers
-// with setmaxnreg. The consumer warpgroups alternate their tensor-core phases (ping-pong), and each overlaps
-// the softmax of one tile with the P*V of the previous.
+// The grid is persistent at every sequence length: each CTA walks work tiles of 128 query rows of one (batch,
+// query head), or a packed GQA tail, in the heaviest-first snake order of attention_scheduler.cuh.
+//
+// Warpgroup 0 is the producer: one thread decodes each tile into a shared-memory slot that the Q barrier's
+// completion publishes to the consumers, and issues the TMA loads of its Q and of its K and V tiles (128 keys
+// each) into a two-stage ring, each stage completing on an mbarrier and released by the consumers through
+// another. The ring and its phases run on across work tiles, and the next tile's Q loads as soon as the
+// consumers' last Q K^T of the current one has completed, so the loads of one tile overlap the last P*V and the
+// output store of the previous.
+//
+// Warpgroups 1 and 2 are consumers, 64 query rows each: S = Q K^T with wgmma (both operands from shared memory),
+// the online softmax in registers (the same code as the sm_80 kernel: the wgmma accumulator layout is the
+// mma.sync one), then O += P V with wgmma taking P straight from registers and V from shared memory read
+// transposed. Registers move from the producer to the consumers with setmaxnreg. The consumer warpgroups
+// alternate their tensor-core phases (ping-pong), and each overlaps the softmax of one tile with the P*V of the
+// previous.
 #pragma once
 
 #include <cuda.h>
@@ -37,7 +42,7 @@ struct Sm90Traits {
   static constexpr int kNumBarriers = 2 + 4 * kStages;            // Q full, Q empty; K, V full; K, V empty
   static constexpr uint32_t kOutBytes = 64 * 128 * 2;             // one consumer warpgroup's output rows (bf16)
   static constexpr size_t kSmemBytes =
-      1024 + size_t(kTileBytes) * (1 + 2 * kStages) + 2 * size_t(kOutBytes) + 8 * kNumBarriers;
+      1024 + size_t(kTileBytes) * (1 + 2 * kStages) + 2 * size_t(kOutBytes) + 64 + 8 * kNumBarriers;  // 64: slots
   static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs = 240;
   static constexpr int kConsumerWarps = 8;
@@ -58,8 +63,8 @@ struct Sm90Columns {
 // wait also covers the previous work tile's reads).
 template <int kDTiles>
 __device__ __forceinline__ void store_output_staged(const float (&acc_o)[kDTiles][4], const OnlineSoftmax& softmax,
-                                                    const AttentionParams& p, int b, int h, int wg_row0,
-                                                    uint32_t stage, int half) {
+                                                    const AttentionParams& p, const TileCoord& tc, uint32_t stage,
+                                                    int half) {
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32, g = lane >> 2, q = lane & 3;
   float inv_l[2];
   softmax.finalize(inv_l);
@@ -74,19 +79,25 @@ __device__ __forceinline__ void store_output_staged(const float (&acc_o)[kDTiles
     }
   }
   device::named_barrier_sync(3 + half, 128);
-  __nv_bfloat16* o = p.o + b * p.o_batch_stride + h * p.o_head_stride;
+  __nv_bfloat16* o = p.o + tc.b * p.o_batch_stride;
+  // Rows past the sequence end, and a packed tail's rows past its heads' (tail_rows * group_size), are padding.
+  const int rows = tc.tail_rows > 0 ? tc.tail_rows * p.group_size : 128;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const int id = i * 128 + t, r = id / 16, c = id % 16;
     const uint4 v = device::ld_shared_v4(stage + r * 256 + ((c ^ (r & 7)) << 4));
-    const int row = wg_row0 + r;
-    if (row < p.seq_len) *reinterpret_cast<uint4*>(o + int64_t(row) * p.o_token_stride + c * 8) = v;
+    int head, pos;
+    row_of(tc, half * 64 + r, &head, &pos);
+    if (pos < p.seq_len && half * 64 + r < rows) {
+      *reinterpret_cast<uint4*>(o + head * p.o_head_stride + int64_t(pos) * p.o_token_stride + c * 8) = v;
+    }
   }
 }
 
 template <bool kSoftcap, MaskMode kMask>
 __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
-    attention_sm90_kernel(const __grid_constant__ CUtensorMap qkv_map, const AttentionParams p, const Sm90Columns cols) {
+    attention_sm90_kernel(const __grid_constant__ CUtensorMap qkv_map, const __grid_constant__ CUtensorMap tail_map,
+                          const AttentionParams p, const Sm90Columns cols) {
   using Tr = Sm90Traits;
   constexpr int kNTiles = Tr::kBlockN / 8;   // 16 n8 tiles of scores
   constexpr int kDTiles = Tr::kHeadDim / 8;  // 16 n8 tiles of output
@@ -97,13 +108,16 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
   const uint32_t s_k = s_q + Tr::kTileBytes;                  // kStages tiles
   const uint32_t s_v = s_k + Tr::kStages * Tr::kTileBytes;    // kStages tiles
   const uint32_t s_o = s_v + Tr::kStages * Tr::kTileBytes;    // 2 output staging buffers
-  const uint32_t bar = s_o + 2 * Tr::kOutBytes;               // 8-byte mbarriers
+  const uint32_t s_slots = s_o + 2 * Tr::kOutBytes;           // 2 decoded work tiles (16-byte aligned)
+  const uint32_t bar = s_slots + 64;                          // 8-byte mbarriers
   const uint32_t q_full = bar;
   const uint32_t q_empty = bar + 8u;
   const auto k_full = [&](int s) { return bar + 8u * (2 + s); };
   const auto v_full = [&](int s) { return bar + 8u * (2 + Tr::kStages + s); };
   const auto k_empty = [&](int s) { return bar + 8u * (2 + 2 * Tr::kStages + s); };
   const auto v_empty = [&](int s) { return bar + 8u * (2 + 3 * Tr::kStages + s); };
+  // The producer's decoded tile for the consumers' work tile `local`, in slot local % 2 (32 bytes each).
+  const auto tile_slot = [&](int local) { return s_slots + 32u * (local & 1); };
   const int seq_len = p.seq_len;
 
   if (threadIdx.x == 0) {
@@ -125,18 +139,37 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     device::regs_dealloc<Tr::kProducerRegs>();
     if (threadIdx.x == 0) {
       device::tma_prefetch_descriptor(&qkv_map);
+      device::tma_prefetch_descriptor(&tail_map);
       int it = 0;  // K/V tiles loaded so far: ring stage and phase
+      // The producer decodes each tile into the consumers' slot as soon as it has it, and reads it back there
+      // when it starts the tile (the grid has at most num_tiles CTAs, so the first tile exists).
+      write_tile(tile_slot(0), persistent_tile(0), tile_coord<kMask, Tr::kBlockM, Tr::kBlockN>(p, persistent_tile(0)));
       for (int local = 0;; ++local) {
-        const int tile = persistent_tile(local);
-        if (tile >= p.num_tiles) break;
-        const TileCoord tc = tile_coord<kMask, Tr::kBlockM, Tr::kBlockN>(p, tile);
-        const int q_col = tc.h * Tr::kHeadDim;
+        if (local > 0) device::mbar_wait(q_empty, (local - 1) & 1);
+        TileCoord tc;
+        if (read_tile<kMask>(tile_slot(local), p, &tc) >= p.num_tiles) {
+          device::mbar_arrive(q_full);  // no loads: the consumers read the slot and stop
+          break;
+        }
+        if (tc.tail_rows == 0) {
+          const int q_col = tc.h * Tr::kHeadDim;
+          device::mbar_arrive_expect_tx(q_full, Tr::kTileBytes);
+          device::tma_load_3d(s_q, &qkv_map, q_full, q_col, tc.m0, tc.b);
+          device::tma_load_3d(s_q + Tr::kBoxBytes, &qkv_map, q_full, q_col + Tr::kBoxCols, tc.m0, tc.b);
+        } else {
+          // Head j's tail_rows rows land at row j * tail_rows of both boxes (a multiple of 8 rows keeps each load
+          // on the 1024-byte swizzle atom); rows past the sequence end read as zeros.
+          const uint32_t head_bytes = uint32_t(tc.tail_rows) * 128u;
+          device::mbar_arrive_expect_tx(q_full, 2u * p.group_size * head_bytes);
+          for (int j = 0; j < p.group_size; ++j) {
+            const int q_col = (tc.h + j) * Tr::kHeadDim;
+            device::tma_load_3d(s_q + j * head_bytes, &tail_map, q_full, q_col, tc.m0, tc.b);
+            device::tma_load_3d(s_q + Tr::kBoxBytes + j * head_bytes, &tail_map, q_full, q_col + Tr::kBoxCols,
+                                tc.m0, tc.b);
+          }
+        }
         const int k_col = cols.k_col + tc.kvh * Tr::kHeadDim;
         const int v_col = cols.v_col + tc.kvh * Tr::kHeadDim;
-        if (local > 0) device::mbar_wait(q_empty, (local - 1) & 1);
-        device::mbar_arrive_expect_tx(q_full, Tr::kTileBytes);
-        device::tma_load_3d(s_q, &qkv_map, q_full, q_col, tc.m0, tc.b);
-        device::tma_load_3d(s_q + Tr::kBoxBytes, &qkv_map, q_full, q_col + Tr::kBoxCols, tc.m0, tc.b);
         for (int nb = 0; nb < tc.n_blocks; ++nb, ++it) {
           const int s = it % Tr::kStages;
           const int round = it / Tr::kStages;
@@ -151,6 +184,13 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
           device::tma_load_3d(v_tile, &qkv_map, v_full(s), v_col, n0, tc.b);
           device::tma_load_3d(v_tile + Tr::kBoxBytes, &qkv_map, v_full(s), v_col + Tr::kBoxCols, n0, tc.b);
         }
+        // The next tile is decoded into its slot while the ring still holds this one's last key tiles, so the
+        // divisions stay off the path from the Q barrier's release to the next Q load. Slot (local + 1) % 2 is
+        // free: the consumers read it at the start of tile local - 1, before they released Q for this tile's load.
+        const int next = persistent_tile(local + 1);
+        TileCoord nc{};
+        if (next < p.num_tiles) nc = tile_coord<kMask, Tr::kBlockM, Tr::kBlockN>(p, next);
+        write_tile(tile_slot(local + 1), next, nc);
       }
     }
     return;
@@ -218,12 +258,15 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
 
   int g0 = 0;  // K/V tiles consumed before this work tile
   for (int local = 0;; ++local) {
-    const int tile = persistent_tile(local);
-    if (tile >= p.num_tiles) break;
-    const TileCoord tc = tile_coord<kMask, Tr::kBlockM, Tr::kBlockN>(p, tile);
+    device::mbar_wait(q_full, local & 1);
+    TileCoord tc;
+    if (read_tile<kMask>(tile_slot(local), p, &tc) >= p.num_tiles) break;
     const int n_blocks = tc.n_blocks;
-    const int wg_row0 = tc.m0 + half_block * 64;
-    const int row0 = wg_row0 + warp * 16 + (lane >> 2);
+    // This warpgroup's first query position (a packed tail's rows all start at m0), and the thread's two rows.
+    const int wg_pos0 = tc.tail_rows > 0 ? tc.m0 : tc.m0 + half_block * 64;
+    int rows[2], head_unused;
+    row_of(tc, half_block * 64 + warp * 16 + (lane >> 2), &head_unused, &rows[0]);
+    row_of(tc, half_block * 64 + warp * 16 + (lane >> 2) + 8, &head_unused, &rows[1]);
     const __nv_bfloat16* mask_rows = nullptr;
     if constexpr (kMask == MaskMode::kAdditive) mask_rows = p.mask + tc.b * p.mask_batch_stride;
     // The key tile is looked up before the wait on its scores, so an additive tile list's load is off the
@@ -232,9 +275,8 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     const auto logits = [&](const KeyTile& kt) {
       const int n0 = kt.n0;
       const bool edge =
-          (n0 + Tr::kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + Tr::kBlockN - 1 > wg_row0);
-      scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, row0, n0, lane, edge,
-                                                 kt.mask);
+          (n0 + Tr::kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + Tr::kBlockN - 1 > wg_pos0);
+      scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane, edge, kt.mask);
     };
     // Q is free for the next work tile once this tile's last Q K^T has completed.
     const auto after_qk = [&](int nb) {
@@ -247,7 +289,6 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     for (int i = 0; i < kDTiles; ++i) acc_o[i][0] = acc_o[i][1] = acc_o[i][2] = acc_o[i][3] = 0.f;
 
     const KeyTile first = key(0);
-    device::mbar_wait(q_full, local & 1);
     device::named_barrier_sync(my_turn, kSchedThreads);
     issue_qk(g0);
     device::named_barrier_arrive(other_turn, kSchedThreads);
@@ -284,7 +325,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     device::fence_accumulators(acc_o);
     release(v_empty(stage(g0 + n_blocks - 1)));
 
-    store_output_staged(acc_o, softmax, p, tc.b, tc.h, wg_row0, s_o + half_block * Tr::kOutBytes, half_block);
+    store_output_staged(acc_o, softmax, p, tc, s_o + half_block * Tr::kOutBytes, half_block);
     g0 += n_blocks;
   }
 }

@@ -19,16 +19,17 @@ namespace gk::gemma3 {
 // skipping a tile of dead values exact.
 __device__ __forceinline__ float mask_logit2(float m) { return fmaxf(m * kLog2e, -FLT_MAX); }
 
-// Adds the additive mask to the logits a thread holds (rows row0 and row0 + 8, column pairs col0 + 8 nt + {0, 1});
+// Adds the additive mask to the logits a thread holds (query positions rows[0] and rows[1], column pairs
+// col0 + 8 nt + {0, 1});
 // positions at or past the sequence end are left to the edge masking. With p.mask_pairs a column pair is one
 // 4-byte load.
 template <int kNTiles>
 __device__ __forceinline__ void add_mask_values(float (&s)[kNTiles][4], const AttentionParams& p,
-                                                const __nv_bfloat16* mask_rows, int row0, int col0) {
+                                                const __nv_bfloat16* mask_rows, const int (&rows)[2], int col0) {
   const int seq_len = p.seq_len;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
-    const int row = row0 + hh * 8;
+    const int row = rows[hh];
     if (row >= seq_len) continue;
     const __nv_bfloat16* m_row = mask_rows + int64_t(row) * p.mask_row_stride;
 #pragma unroll
@@ -55,14 +56,15 @@ __device__ __forceinline__ void add_mask_values(float (&s)[kNTiles][4], const At
 // position adds mask_logit2(dead) = -FLT_MAX, exactly what add_mask_values adds there. n0 is the tile's first key
 // (a multiple of 64).
 template <int kNTiles>
-__device__ __forceinline__ void add_mask_bits(float (&s)[kNTiles][4], const AttentionParams& p, int b, int row0,
+__device__ __forceinline__ void add_mask_bits(float (&s)[kNTiles][4], const AttentionParams& p, int b,
+                                              const int (&rows)[2],
                                               int n0, int lane) {
   static_assert(kNTiles == 8 || kNTiles == 16, "64- or 128-key tiles");
   const MaskTileLists& t = p.tiles;
   const int pn = n0 / 64;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
-    const int row = row0 + hh * 8;
+    const int row = rows[hh];
     if (row >= p.seq_len) continue;
     const uint64_t* words = t.bits + ((int64_t(b) * t.parts + row / 64) * t.parts + pn) * 64 + row % 64;
     uint64_t w[2];
@@ -85,7 +87,7 @@ __device__ __forceinline__ void add_mask_bits(float (&s)[kNTiles][4], const Atte
 // precise-yardstick tests bound), scale/cap and cap*log2(e) folded on the host.
 template <bool kSoftcap, MaskMode kMask, int kNTiles>
 __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const AttentionParams& p, int b,
-                                                 const __nv_bfloat16* mask_rows, int row0, int n0, int lane,
+                                                 const __nv_bfloat16* mask_rows, const int (&rows)[2], int n0, int lane,
                                                  bool edge_tile, uint32_t mask_apply) {
 #pragma unroll
   for (int nt = 0; nt < kNTiles; ++nt) {
@@ -103,8 +105,8 @@ __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const A
   }
   const int col0 = n0 + 2 * (lane & 3);
   if constexpr (kMask == MaskMode::kAdditive) {
-    if (mask_apply == kMaskBits) add_mask_bits(s, p, b, row0, n0, lane);
-    if (mask_apply == kMaskValues) add_mask_values(s, p, mask_rows, row0, col0);
+    if (mask_apply == kMaskBits) add_mask_bits(s, p, b, rows, n0, lane);
+    if (mask_apply == kMaskValues) add_mask_values(s, p, mask_rows, rows, col0);
   }
   if (!edge_tile) return;
   const int seq_len = p.seq_len;
@@ -112,7 +114,7 @@ __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const A
   for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int row = row0 + (e >> 1) * 8;
+      const int row = rows[e >> 1];
       const int col = col0 + nt * 8 + (e & 1);
       bool masked = col >= seq_len;
       if constexpr (kMask == MaskMode::kCausal) masked |= col > row;

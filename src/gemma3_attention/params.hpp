@@ -88,7 +88,13 @@ struct AttentionParams {
   int num_q_heads;
   int group_size;  // query heads per kv head
   int num_m_blocks;
-  int num_tiles;  // num_m_blocks * batch * num_q_heads: the work tiles a (persistent) grid walks
+  // The work tiles a (persistent) grid walks: num_m_blocks * batch * num_q_heads, or with packed GQA tails
+  // (tail_rows > 0, Hopper kernel) (num_m_blocks - 1) * batch * num_q_heads + batch * num_kv_heads.
+  int num_tiles;
+  // Hopper kernel: > 0 packs the last, partial query block of the group_size heads of a kv head into one work
+  // tile, tail_rows (a multiple of 8, >= seq_len % 128) rows per head; 0 keeps one tile per head.
+  int tail_rows;
+  int tail_inv;  // ceil(2^16 / tail_rows) when tail_rows > 0 (attention_scheduler.cuh: row_of)
 
   // Scores live in the log2 domain so the softmax uses ex2 directly.
   float scale_log2;   // no softcap: logit2 = dot * scale * log2(e)
