@@ -70,6 +70,8 @@ struct Config {
   static_assert(kProducerRegs * 128 + kConsumerRegs * 256 <= kLaunchRegs * kThreads, "the CTA's register pool");
 };
 
+// Unit order: the head-pair tiles of one row pair, then the next row pair. (Grouping row pairs so that a round of
+// clusters covers a block of rows x tiles, for L2 locality, measured no different: docs/perf-log.md, v8.)
 __device__ __forceinline__ Tile decode_unit(const Grid& g, int unit, int rank) {
   const int n = unit % g.n_tiles, pair = unit / g.n_tiles;
   // Selects, not g.seg_end[seg]: a dynamic index into the parameter block would copy it to local memory.
@@ -165,16 +167,22 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
       device::mbar_arrive_cluster(empty1 + off);
     }
   };
+  // Descriptors are built once: a stage or k-step offset is a plain add to the address field (addresses stay below
+  // 256 KB, so the 14-bit field never carries). `cw` arrives warp-uniform (the caller broadcasts it), so they live
+  // in uniform registers. Rebuilt from the address for every wgmma, in vector registers, they took ~90
+  // instructions per K-block (now ~50, all uniform); the time did not move either way (docs/perf-log.md, v8).
+  const uint64_t b_desc = device::smem_desc_sw128(ring.b(0), 16, 1024);
   if constexpr (!Cfg::kTf32) {
+    // 16 bf16 = 32 bytes along the swizzled rows; this warpgroup's 64 rows start 64 * 128 bytes in.
+    const uint64_t a_desc = device::smem_desc_sw128(ring.a(0) + cw * 64 * 128, 16, 1024);
     for (int kb = 0; kb < g.k_blocks; ++kb, ++it) {
       const int s = it % Cfg::kStages;
+      const uint32_t stage_off = uint32_t(s) * (Cfg::kStageBytes >> 4);
       device::mbar_wait(ring.full(s), (it / Cfg::kStages) & 1);
       device::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
-        // 16 bf16 = 32 bytes along the swizzled rows; this warpgroup's 64 rows start 64 * 128 bytes in.
-        device::wgmma_m64n256k16_ss(acc, device::smem_desc_sw128(ring.a(s) + cw * 64 * 128 + kk * 32, 16, 1024),
-                                    device::smem_desc_sw128(ring.b(s) + kk * 32, 16, 1024), kb | kk);
+        device::wgmma_m64n256k16_ss(acc, a_desc + stage_off + kk * 2, b_desc + stage_off + kk * 2, kb | kk);
       }
       device::wgmma_commit();
       device::wgmma_wait<1>();
@@ -202,7 +210,8 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
         device::wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
-          device::wgmma_m64n256k8_tf32_rs(acc, frag[p][kk], device::smem_desc_sw128(ring.b(s) + kk * 32, 16, 1024),
+          // 8 fp32 = 32 bytes along the swizzled rows.
+          device::wgmma_m64n256k8_tf32_rs(acc, frag[p][kk], b_desc + uint32_t(s) * (Cfg::kStageBytes >> 4) + kk * 2,
                                           (kb + p) | kk);
         }
         device::wgmma_commit();
@@ -246,7 +255,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     if (warp == 0 && lane == 0) produce<Cfg>(ring, g, &a_map, &w0_map, &w1_map, &w2_map, rank);
   } else {
     device::regs_alloc<Cfg::kConsumerRegs>();
-    const int cw = warp / 4 - 1;
+    const int cw = __shfl_sync(0xffffffffu, warp / 4 - 1, 0);  // warp-uniform as far as the compiler sees
     const uint32_t empty0 = device::cluster_map(ring.empty(0), 0), empty1 = device::cluster_map(ring.empty(0), 1);
     float acc[32][4];
     int it = 0;
