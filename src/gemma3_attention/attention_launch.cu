@@ -12,6 +12,7 @@
 #include "gemma3_attention/attention_kernel.cuh"
 #include "gemma3_attention/attention_sm90.cuh"
 #include "gemma3_attention/kernels.hpp"
+#include "gemma3_attention/tail_packing.hpp"
 
 namespace gk::gemma3 {
 
@@ -59,14 +60,7 @@ int64_t tile_count(const AttentionParams& p, int block_m) {
   return p.tail_rows > 0 ? n - heads + heads / p.group_size : n;
 }
 
-// Rows per head of a packed GQA tail, or 0: the last query block's rows, rounded up to a multiple of 8 (each
-// head's rows then start on a 1024-byte swizzle atom), for every head of the group must fit the 128-row tile.
-// Packing turns group_size tiles that each sweep every key tile into one (B = 4, S = 2053: 5 rows per head).
-int tail_rows_for(const AttentionParams& p) {
-  const int r = p.seq_len % Sm90Traits::kBlockM, r8 = (r + 7) / 8 * 8;
-  if (r == 0 || p.group_size < 2 || p.group_size * r8 > Sm90Traits::kBlockM) return 0;
-  return r8;
-}
+
 
 // The launch steps both kernels share: the shared-memory opt-in and a grid of one CTA per (query block, batch,
 // query head).
@@ -130,8 +124,9 @@ Status launch_wgmma(AttentionParams p, const Sm90Columns& cols, cudaStream_t str
   using Tr = Sm90Traits;
   const int tail = forced_tail();
   if (tail == detail::kEnvInvalid) return detail::env_error(kOp, "GK_ATTENTION_TAIL", "packed|separate");
-  p.tail_rows = tail == 1 ? 0 : tail_rows_for(p);
-  p.tail_inv = p.tail_rows > 0 ? (65536 + p.tail_rows - 1) / p.tail_rows : 0;
+  // Packing turns group_size tiles that each sweep every key tile into one (B = 4, S = 2053: 5 rows per head).
+  p.tail_rows = tail == 1 ? 0 : packed_tail_rows(p.seq_len, p.group_size, Tr::kBlockM);
+  p.tail_inv = tail_reciprocal(p.tail_rows);
   CUtensorMap map, tail_map;
   GK_RETURN_IF_ERROR(encode_qkv_map(p, Tr::kBoxRows, &map));
   tail_map = map;

@@ -4,6 +4,7 @@
 
 #include "common/device/sm80_primitives.cuh"
 #include "gemma3_attention/params.hpp"
+#include "gemma3_attention/tail_packing.hpp"
 
 namespace gk::gemma3 {
 
@@ -19,8 +20,7 @@ struct TileCoord {
   // partial query block of every head of one kv group in one tile): row i is position m0 + i % tail_rows of
   // head h + i / tail_rows.
   int tail_rows;
-  int tail_inv;  // ceil(2^16 / tail_rows) (0 when tail_rows is): i / tail_rows as (i * tail_inv) >> 16, exact for
-                 // i < 256 and tail_rows a multiple of 8 up to 128, with no division on the kernels' paths
+  int tail_inv;  // tail_reciprocal(tail_rows): no division on the kernels' paths (tail_packing.hpp)
 };
 
 // The i-th key tile a work tile visits: its first key, and how the 64-row half `half` of the query block applies
@@ -96,7 +96,7 @@ __device__ __forceinline__ int read_tile(uint32_t slot, const AttentionParams& p
 
 // Query head and position of row i (0..kBlockM-1) of a work tile.
 __device__ __forceinline__ void row_of(const TileCoord& t, int i, int* head, int* pos) {
-  const int j = (i * t.tail_inv) >> 16;  // 0 unless packed
+  const int j = tail_quotient(i, t.tail_inv);  // 0 unless packed
   *head = t.h + j;
   *pos = t.m0 + i - j * t.tail_rows;
 }

@@ -94,7 +94,7 @@ struct AttentionParams {
   // Hopper kernel: > 0 packs the last, partial query block of the group_size heads of a kv head into one work
   // tile, tail_rows (a multiple of 8, >= seq_len % 128) rows per head; 0 keeps one tile per head.
   int tail_rows;
-  int tail_inv;  // ceil(2^16 / tail_rows) when tail_rows > 0 (attention_scheduler.cuh: row_of)
+  int tail_inv;  // tail_reciprocal(tail_rows) (tail_packing.hpp)
 
   // Scores live in the log2 domain so the softmax uses ex2 directly.
   float scale_log2;   // no softcap: logit2 = dot * scale * log2(e)
