@@ -18,7 +18,7 @@ struct QkvRing {
   uint32_t base, bar;
 
   __device__ explicit QkvRing(const unsigned char* smem_raw)
-      : base((device::smem_addr(smem_raw) + 1023u) & ~1023u), bar(base + Tr::kStages * Tr::kStageBytes) {}
+      : base(device::smem_base_1024(smem_raw)), bar(base + Tr::kStages * Tr::kStageBytes) {}
 
   __device__ uint32_t stage(int s) const { return base + s * Tr::kStageBytes; }
   __device__ uint32_t full(int s) const { return bar + 8u * s; }

@@ -60,10 +60,8 @@ int64_t tile_count(const AttentionParams& p, int block_m) {
   return p.tail_rows > 0 ? n - heads + heads / p.group_size : n;
 }
 
-
-
-// The launch steps both kernels share: the shared-memory opt-in and a grid of one CTA per (query block, batch,
-// query head).
+// The launch steps both kernels share: the shared-memory opt-in, the tile count and a grid of one CTA per tile
+// (the Hopper kernel's launch then caps it at one CTA per SM).
 template <class Kernel>
 Status prepare_grid(Kernel kernel, size_t smem_bytes, int block_m, AttentionParams* p, unsigned* blocks) {
   GK_RETURN_IF_ERROR(detail::cuda_status(

@@ -102,8 +102,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
   constexpr int kNTiles = Tr::kBlockN / 8;   // 16 n8 tiles of scores
   constexpr int kDTiles = Tr::kHeadDim / 8;  // 16 n8 tiles of output
   extern __shared__ unsigned char smem_raw[];
-  // 128-byte swizzled tiles need 1024-byte alignment.
-  const uint32_t base = (device::smem_addr(smem_raw) + 1023u) & ~1023u;
+  const uint32_t base = device::smem_base_1024(smem_raw);
   const uint32_t s_q = base;
   const uint32_t s_k = s_q + Tr::kTileBytes;                  // kStages tiles
   const uint32_t s_v = s_k + Tr::kStages * Tr::kTileBytes;    // kStages tiles

@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
   using Tr = ProjGemmTraits<kHeads>;
   using namespace proj_detail;
   extern __shared__ unsigned char smem_raw[];
-  const uint32_t base = (device::smem_addr(smem_raw) + 1023u) & ~1023u;  // swizzle atoms need 1024-byte alignment
+  const uint32_t base = device::smem_base_1024(smem_raw);
   const uint32_t bar = base + Tr::kStages * Tr::kStageBytes;
   const auto stage_a = [&](int s) { return base + s * Tr::kStageBytes; };
   const auto stage_b = [&](int s) { return base + s * Tr::kStageBytes + Tr::kTileBytesA; };

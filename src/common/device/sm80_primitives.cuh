@@ -11,6 +11,10 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// The first 1024-byte aligned shared address at or after `p`: 128-byte swizzle atoms (TMA boxes, wgmma operands)
+// need that alignment, which dynamic shared memory does not promise (callers reserve 1 KB of slack).
+__device__ __forceinline__ uint32_t smem_base_1024(const void* p) { return (smem_addr(p) + 1023u) & ~1023u; }
+
 // Plain shared-memory accesses by 32-bit shared address (as smem_addr returns and the swizzle arithmetic uses).
 __device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t v) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");

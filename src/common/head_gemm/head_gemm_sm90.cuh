@@ -120,7 +120,7 @@ template <class Cfg>
 struct Ring {
   uint32_t base, bar;
   __device__ explicit Ring(const unsigned char* smem_raw)
-      : base((device::smem_addr(smem_raw) + 1023u) & ~1023u), bar(base + Cfg::kStages * Cfg::kStageBytes) {}
+      : base(device::smem_base_1024(smem_raw)), bar(base + Cfg::kStages * Cfg::kStageBytes) {}
   __device__ uint32_t a(int s) const { return base + s * Cfg::kStageBytes; }
   __device__ uint32_t b(int s) const { return base + s * Cfg::kStageBytes + Cfg::kTileBytesA; }
   __device__ uint32_t full(int s) const { return bar + 8u * s; }
