@@ -128,7 +128,8 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
     nr.eps = c.rms_norm_eps;
     nr.weight_offset = c.norm_weight_offset;
     // The norm/RoPE pass (memory-bound, q and k columns only) runs on the handle's side stream beside the v
-    // projection (compute-bound, v columns only); the attention waits for both.
+    // projection (compute-bound, v columns only); the attention waits for both. Launching it before or after the
+    // v projection on the main stream measured the same (docs/perf-log.md v9).
     detail::SideScope side(handle->side, kOp, stream);
     GK_RETURN_IF_ERROR(side.fork());
     GK_RETURN_IF_ERROR(gemma3::launch_norm_rope(nr, static_cast<int>(D), side.stream()));

@@ -1,8 +1,11 @@
 // Per-head RMSNorm with (offset + w) and RoPE (rotate_half convention), in place on the packed q|k projection
-// output. One warp per (token, 4 heads): a half-warp per head, lane l of it holding dims 8l..8l+7 (16 bytes), so
-// the RoPE partner d +/- D/2 of a 128-wide head sits in lane l^8, and the token's cos/sin are loaded once for the
-// warp's heads. Two heads per half-warp keep 32 bytes of each lane's loads in flight: the kernel is a pure stream
-// (read q|k once, write once) and one 8-byte load per lane reached only half the memory bandwidth (measured).
+// output. A warp works on (token, 8 heads): a half-warp per head, lane l of it holding dims 8l..8l+7 (16 bytes),
+// so the RoPE partner d +/- D/2 of a 128-wide head sits in lane l^8, and the token's cos/sin serve all the warp's
+// heads. The pass is a stream (read q|k once, write once); what set its speed was first the bytes in flight (each
+// lane now issues its four head loads before any arithmetic, 64 registers so 4 blocks of 256 threads fit an SM),
+// then the instruction count (ncu at M = 8192: 63.5 us with 4 heads per warp and fp32 RoPE, 888 instructions per
+// lane; 35.7 us now, 576 instructions, 65% of DRAM peak; docs/perf-log.md v9). A cp.async double-buffered variant
+// with persistent warps measured slower (39.2 us).
 // Rounding follows the layer's definition: the normalized head is rounded to bf16, each RoPE product is rounded,
 // then their sum.
 #include <cuda_bf16.h>
@@ -15,79 +18,112 @@ namespace gk::gemma3 {
 
 namespace {
 
+constexpr int kHeadDim = 128;
 constexpr int kWarpsPerBlock = 8;
-constexpr int kHeadsPerWarp = 4;
+constexpr int kHeadsPerItem = 8;
+constexpr int kPasses = kHeadsPerItem / 2;  // a half-warp per head
 
-using device::round_bf16;
+__device__ __forceinline__ uint4 load16(const __nv_bfloat16* p) { return *reinterpret_cast<const uint4*>(p); }
 
-__device__ __forceinline__ void load8(const __nv_bfloat16* p, float (&v)[8]) {
-  const uint4 raw = *reinterpret_cast<const uint4*>(p);
-  const auto* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(h[i]);
-    v[2 * i] = f.x;
-    v[2 * i + 1] = f.y;
-  }
+// A load that ptxas keeps where it is written (it otherwise defers later heads' loads to save registers).
+__device__ __forceinline__ uint4 load16_now(const __nv_bfloat16* p) {
+  uint4 r;
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  return r;
 }
 
-__global__ void __launch_bounds__(kWarpsPerBlock * 32) norm_rope_d128_kernel(const NormRopeParams p) {
-  constexpr int kHeadDim = 128;
-  constexpr int kPasses = kHeadsPerWarp / 2;
-  const int heads = p.num_q_heads + p.num_kv_heads;
-  const int groups = (heads + kHeadsPerWarp - 1) / kHeadsPerWarp;
-  const int64_t item = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  if (item >= p.rows * groups) return;  // whole warps leave together: the shuffles below stay full-warp
-  const int64_t row = item / groups;
-  const int head0 = static_cast<int>(item % groups) * kHeadsPerWarp;
-  const int lane = threadIdx.x % 32;
-  const int half = lane / 16, hl = lane % 16;
-  const int d0 = hl * 8;
+// Element e (0..7) of eight packed bf16 values, as fp32.
+__device__ __forceinline__ float elem(const uint4& r, int e) {
+  const uint32_t w = e < 2 ? r.x : e < 4 ? r.y : e < 6 ? r.z : r.w;
+  return __uint_as_float(e % 2 == 0 ? w << 16 : w & 0xffff0000u);
+}
 
-  float c[8], s[8];
-  load8(p.cos + row * kHeadDim + d0, c);
-  load8(p.sin + row * kHeadDim + d0, s);
-  float x[kPasses][8], w[kPasses][8];
-  __nv_bfloat16* x_ptr[kPasses];
+// Where one lane's data of a work item lives. A head past the last one reads the last head (its result is not
+// stored), so every load is unconditional.
+struct Item {
+  __nv_bfloat16* x[kPasses];
   bool live[kPasses];
+  bool q[kPasses];
+  int64_t row;
+};
+
+__device__ __forceinline__ Item locate(const NormRopeParams& p, int64_t item, int groups, int half, int d0) {
+  Item it;
+  it.row = item / groups;
+  const int head0 = static_cast<int>(item - it.row * groups) * kHeadsPerItem;
+  const int heads = p.num_q_heads + p.num_kv_heads;
 #pragma unroll
   for (int i = 0; i < kPasses; ++i) {
     const int head = head0 + 2 * i + half;
-    live[i] = head < heads;
-    x_ptr[i] = p.qkv + row * p.row_stride + head * kHeadDim + d0;
-    if (live[i]) {
-      load8(x_ptr[i], x[i]);
-      load8((head < p.num_q_heads ? p.q_norm_weight : p.k_norm_weight) + d0, w[i]);
-    } else {
-#pragma unroll
-      for (int e = 0; e < 8; ++e) x[i][e] = w[i][e] = 0.f;
-    }
+    it.live[i] = head < heads;
+    it.q[i] = head < p.num_q_heads;
+    it.x[i] = p.qkv + it.row * p.row_stride + min(head, heads - 1) * kHeadDim + d0;
   }
+  return it;
+}
 
-  // rotate_half: dims below D/2 take -x[d + D/2], dims above take x[d - D/2].
-  const float sign = hl < 8 ? -1.f : 1.f;
+__device__ __forceinline__ uint32_t bf16x2_bits(__nv_bfloat162 v) { return *reinterpret_cast<uint32_t*>(&v); }
+__device__ __forceinline__ __nv_bfloat162 bf16x2(uint32_t bits) { return *reinterpret_cast<__nv_bfloat162*>(&bits); }
+
+// Normalizes, rotates and stores one item's heads from their raw values. Full warp.
+//
+// The pass ran instruction-bound at ~2 TB/s with every product in fp32 (888 instructions per lane and item), so
+// RoPE runs on bf16 pairs: y and cos/sin are bf16, so each product is exact in fp32 and a bf16 multiply rounds it
+// once, as round_bf16(y * c) does; and the sum of two bf16 values rounded once equals the fp32 sum rounded to bf16
+// (when their exponents differ by more than 15 the smaller one is below a quarter of the larger's bf16 ulp, so
+// both round to the larger). The results are bit-identical to the fp32 formulation.
+__device__ __forceinline__ void finish(const NormRopeParams& p, const Item& it, const uint4 (&x)[kPasses],
+                                       const uint4& c, const uint4& s, int d0, int hl) {
+  // Every head's sum of squares first: the reductions interleave.
+  float inv_rms[kPasses];
 #pragma unroll
   for (int i = 0; i < kPasses; ++i) {
     float ss = 0.f;
 #pragma unroll
-    for (int e = 0; e < 8; ++e) ss += x[i][e] * x[i][e];
-#pragma unroll
-    for (int off = 8; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);  // within the half-warp
-    const float inv_rms = rsqrtf(ss * (1.f / kHeadDim) + p.eps);
-    float y[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) y[e] = round_bf16(x[i][e] * inv_rms * (p.weight_offset + w[i][e]));
-    uint4 packed;
-    auto* h = reinterpret_cast<__nv_bfloat162*>(&packed);
-#pragma unroll
-    for (int e = 0; e < 8; e += 2) {
-      const float p0 = __shfl_xor_sync(0xffffffffu, y[e], 8);
-      const float p1 = __shfl_xor_sync(0xffffffffu, y[e + 1], 8);
-      h[e / 2] = __floats2bfloat162_rn(round_bf16(y[e] * c[e]) + round_bf16(sign * p0 * s[e]),
-                                       round_bf16(y[e + 1] * c[e + 1]) + round_bf16(sign * p1 * s[e + 1]));
-    }
-    if (live[i]) *reinterpret_cast<uint4*>(x_ptr[i]) = packed;
+    for (int e = 0; e < 8; ++e) ss += elem(x[i], e) * elem(x[i], e);
+    inv_rms[i] = ss;
   }
+#pragma unroll
+  for (int off = 8; off > 0; off >>= 1) {  // within the half-warp
+#pragma unroll
+    for (int i = 0; i < kPasses; ++i) inv_rms[i] += __shfl_xor_sync(0xffffffffu, inv_rms[i], off);
+  }
+  // rotate_half: dims below D/2 take -x[d + D/2], dims above take x[d - D/2]; the sign goes on sin.
+  const uint32_t neg = hl < 8 ? 0x80008000u : 0u;
+  const uint32_t cw[4] = {c.x, c.y, c.z, c.w};
+  const uint32_t sw[4] = {s.x ^ neg, s.y ^ neg, s.z ^ neg, s.w ^ neg};
+#pragma unroll
+  for (int i = 0; i < kPasses; ++i) {
+    const float r = rsqrtf(inv_rms[i] * (1.f / kHeadDim) + p.eps);
+    const uint4 w = load16((it.q[i] ? p.q_norm_weight : p.k_norm_weight) + d0);  // L1-resident
+    uint32_t out[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float y0 = elem(x[i], 2 * j) * r * (p.weight_offset + elem(w, 2 * j));
+      const float y1 = elem(x[i], 2 * j + 1) * r * (p.weight_offset + elem(w, 2 * j + 1));
+      const uint32_t y = bf16x2_bits(__floats2bfloat162_rn(y0, y1));
+      const uint32_t partner = __shfl_xor_sync(0xffffffffu, y, 8);
+      // The _rn forms: no contraction of a product and the sum into one fma (that would skip a rounding).
+      out[j] = bf16x2_bits(
+          __hadd2_rn(__hmul2_rn(bf16x2(y), bf16x2(cw[j])), __hmul2_rn(bf16x2(partner), bf16x2(sw[j]))));
+    }
+    if (it.live[i]) *reinterpret_cast<uint4*>(it.x[i]) = make_uint4(out[0], out[1], out[2], out[3]);
+  }
+}
+
+// One item per warp, its loads all issued before any arithmetic and held in registers.
+__global__ void __launch_bounds__(kWarpsPerBlock * 32, 4) norm_rope_d128_kernel(const NormRopeParams p) {
+  const int groups = (p.num_q_heads + p.num_kv_heads + kHeadsPerItem - 1) / kHeadsPerItem;
+  const int64_t item = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (item >= p.rows * groups) return;  // whole warps leave together: the shuffles stay full-warp
+  const int lane = threadIdx.x % 32, half = lane / 16, hl = lane % 16, d0 = hl * 8;
+  const Item it = locate(p, item, groups, half, d0);
+  uint4 x[kPasses];
+#pragma unroll
+  for (int i = 0; i < kPasses; ++i) x[i] = load16_now(it.x[i]);
+  const uint4 c = load16(p.cos + it.row * kHeadDim + d0);
+  const uint4 s = load16(p.sin + it.row * kHeadDim + d0);
+  finish(p, it, x, c, s, d0, hl);
 }
 
 }  // namespace
@@ -96,7 +132,7 @@ Status launch_norm_rope(const NormRopeParams& p, int head_dim, cudaStream_t stre
   if (head_dim != 128) {
     return detail::error(GK_STATUS_NOT_SUPPORTED, "gemma3_attention: no norm/RoPE kernel for head_dim %d", head_dim);
   }
-  const int64_t items = p.rows * ((p.num_q_heads + p.num_kv_heads + kHeadsPerWarp - 1) / kHeadsPerWarp);
+  const int64_t items = p.rows * ((p.num_q_heads + p.num_kv_heads + kHeadsPerItem - 1) / kHeadsPerItem);
   const int64_t blocks = (items + kWarpsPerBlock - 1) / kWarpsPerBlock;
   if (blocks > INT32_MAX) {
     return detail::error(GK_STATUS_INVALID_ARGUMENT, "gemma3_attention: %lld token-heads exceed the norm grid",
