@@ -71,7 +71,8 @@ __device__ __forceinline__ __nv_bfloat162 bf16x2(uint32_t bits) { return *reinte
 // RoPE runs on bf16 pairs: y and cos/sin are bf16, so each product is exact in fp32 and a bf16 multiply rounds it
 // once, as round_bf16(y * c) does; and the sum of two bf16 values rounded once equals the fp32 sum rounded to bf16
 // (when their exponents differ by more than 15 the smaller one is below a quarter of the larger's bf16 ulp, so
-// both round to the larger). The results are bit-identical to the fp32 formulation.
+// both round to the larger). The results are bit-identical to the fp32 formulation (both identities are checked
+// over every usable bf16 value by tests/host/bf16_rounding_test.cpp).
 __device__ __forceinline__ void finish(const NormRopeParams& p, const Item& it, const uint4 (&x)[kPasses],
                                        const uint4& c, const uint4& s, int d0, int hl) {
   // Every head's sum of squares first: the reductions interleave.
