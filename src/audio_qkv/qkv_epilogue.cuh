@@ -2,6 +2,9 @@
 // q, k or v, held by two consumer warpgroups in the wgmma accumulator layout; q and k get the per-head RMSNorm
 // (weight offset 0), v is stored as is. With a K split over a z-cluster, each CTA parks its partial tile in shared
 // memory and reduces a share of the rows over the cluster through DSMEM before normalizing and storing.
+// The norm is x times the correctly rounded reciprocal of the correctly rounded square root, as the persistent
+// kernel's epilogue (qkv_head_epilogue.cuh) computes it: within 1.5 ulp of the division, far inside both modes'
+// error budgets, and a division per element was most of this epilogue's instructions.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -36,7 +39,7 @@ __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const 
     // Thread holds rows r and r+8 of its warp's 16, columns 8j + 2t4 (+1): a row's 128 columns are spread over
     // the 4 threads of a quad.
     const int row_a = m0 + wg * 64 + warp * 16 + g;
-    float denom[2] = {1.f, 1.f};
+    float inv[2] = {1.f, 1.f};
     if (which < 2) {
       float ss[2] = {0.f, 0.f};
 #pragma unroll
@@ -48,7 +51,7 @@ __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const 
       for (int h = 0; h < 2; ++h) {
         ss[h] += __shfl_xor_sync(0xffffffffu, ss[h], 1);
         ss[h] += __shfl_xor_sync(0xffffffffu, ss[h], 2);
-        denom[h] = __fsqrt_rn(ss[h] * (1.f / QkvTile::kCols) + p.eps);
+        inv[h] = __frcp_rn(__fsqrt_rn(ss[h] * (1.f / QkvTile::kCols) + p.eps));
       }
     }
 #pragma unroll
@@ -61,7 +64,7 @@ __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const 
         float2 v = make_float2(acc[j][2 * h], acc[j][2 * h + 1]);
         if (which < 2) {
           const float2 wv = *reinterpret_cast<const float2*>(norm_w + 8 * j + 2 * t4);
-          v = make_float2(__fdiv_rn(v.x, denom[h]) * wv.x, __fdiv_rn(v.y, denom[h]) * wv.y);
+          v = make_float2(v.x * inv[h] * wv.x, v.y * inv[h] * wv.y);
         }
         *reinterpret_cast<float2*>(o + 8 * j) = v;
       }
@@ -102,9 +105,8 @@ __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const 
         float ss = sum.x * sum.x + sum.y * sum.y + sum.z * sum.z + sum.w * sum.w;
 #pragma unroll
         for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
-        const float d = __fsqrt_rn(ss * (1.f / QkvTile::kCols) + p.eps);
-        sum = make_float4(__fdiv_rn(sum.x, d) * wv4.x, __fdiv_rn(sum.y, d) * wv4.y, __fdiv_rn(sum.z, d) * wv4.z,
-                          __fdiv_rn(sum.w, d) * wv4.w);
+        const float inv = __frcp_rn(__fsqrt_rn(ss * (1.f / QkvTile::kCols) + p.eps));
+        sum = make_float4(sum.x * inv * wv4.x, sum.y * inv * wv4.y, sum.z * inv * wv4.z, sum.w * inv * wv4.w);
       }
       const int row = m0 + row_in_tile;
       if (row < p.m) reinterpret_cast<float4*>(out + int64_t(row) * n_out)[lane] = sum;
