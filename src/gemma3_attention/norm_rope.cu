@@ -68,11 +68,14 @@ __device__ __forceinline__ __nv_bfloat162 bf16x2(uint32_t bits) { return *reinte
 // Normalizes, rotates and stores one item's heads from their raw values. Full warp.
 //
 // The pass ran instruction-bound at ~2 TB/s with every product in fp32 (888 instructions per lane and item), so
-// RoPE runs on bf16 pairs: y and cos/sin are bf16, so each product is exact in fp32 and a bf16 multiply rounds it
-// once, as round_bf16(y * c) does; and the sum of two bf16 values rounded once equals the fp32 sum rounded to bf16
-// (when their exponents differ by more than 15 the smaller one is below a quarter of the larger's bf16 ulp, so
-// both round to the larger). The results are bit-identical to the fp32 formulation (both identities are checked
-// over every usable bf16 value by tests/host/bf16_rounding_test.cpp).
+// RoPE runs on bf16 pairs with one rounding per operation. y and cos/sin are bf16, so a product's fp32 value is
+// exact unless it falls below 2^-134, where both it and the single rounding give the same signed zero; and the
+// fp32 sum of two bf16 values rounded to bf16 equals the single rounding of the exact sum (when their exponents
+// differ by more than 15 the smaller one is below a quarter of the larger's bf16 ulp, so both round to the
+// larger). The results are bit-identical to the fp32 formulation: tests/host/bf16_rounding_test.cpp checks both
+// identities bit for bit over every non-NaN bf16 value against partners of every class. The _rn forms compile
+// to mul.rn / add.rn.bf16x2, which keep subnormals and are never fused into an fma (the build uses no fast-math
+// flags, which would flush the fp32 formulation instead).
 __device__ __forceinline__ void finish(const NormRopeParams& p, const Item& it, const uint4 (&x)[kPasses],
                                        const uint4& c, const uint4& s, int d0, int hl) {
   // Every head's sum of squares first: the reductions interleave.
