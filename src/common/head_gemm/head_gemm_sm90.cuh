@@ -87,7 +87,10 @@ __device__ __forceinline__ Tile decode_unit(const Grid& g, int unit, int rank) {
 }
 
 // Round to nearest tf32 (ties away) as far as the tensor cores see it: they ignore the low 13 bits, so adding half
-// of the last kept bit is enough; Inf and NaN are left alone (the add would turn Inf into NaN).
+// of the last kept bit is enough; Inf and NaN are left alone (the add would turn Inf into NaN). Known gap: a NaN
+// whose payload lies only in those low 13 bits (0x7f800001..0x7f801fff, signalling NaNs with tiny payloads; the
+// quiet NaNs the GPU and PyTorch produce all have bit 22 set) reads as +-Inf to the tensor cores. Canonicalizing
+// it costs a third instruction per element (a predicated add of the value to itself), not yet measured.
 __device__ __forceinline__ uint32_t round_tf32_for_mma(uint32_t x) {
   uint32_t r;
   asm("{\n"
