@@ -39,14 +39,15 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 // 16-byte loads per thread issued before any store: one load per thread and step kept too few bytes in flight and
 // ran at ~3 TB/s (8.5 us for 12.6 MB of weights).
 constexpr int kRoundThreads = 256, kRoundPer = 4;
+constexpr int64_t kRoundSpan = int64_t(kRoundThreads) * kRoundPer;  // float4s a block covers per step
 
 __global__ void __launch_bounds__(kRoundThreads)
     round_tf32_weights_kernel(const float4* __restrict__ w0, const float4* __restrict__ w1,
                               const float4* __restrict__ w2, float4* __restrict__ dst, int64_t vec_each) {
   const float4* __restrict__ src = blockIdx.y == 0 ? w0 : (blockIdx.y == 1 ? w1 : w2);
   float4* __restrict__ out = dst + int64_t(blockIdx.y) * vec_each;
-  constexpr int64_t kSpan = int64_t(kRoundThreads) * kRoundPer;
-  for (int64_t base = int64_t(blockIdx.x) * kSpan + threadIdx.x; base < vec_each; base += int64_t(gridDim.x) * kSpan) {
+  for (int64_t base = int64_t(blockIdx.x) * kRoundSpan + threadIdx.x; base < vec_each;
+       base += int64_t(gridDim.x) * kRoundSpan) {
     float4 v[kRoundPer];
 #pragma unroll
     for (int j = 0; j < kRoundPer; ++j) {
@@ -74,9 +75,9 @@ Status launch_round_tf32_weights(const float* const (&w)[3], float* dst, int64_t
   int sms = 0;
   GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
   const int64_t vec = elems_each / 4;
-  constexpr int64_t kSpan = int64_t(kRoundThreads) * kRoundPer;
   // Per weight; the three weights' blocks together stay within ~8 per SM, grid-stride beyond.
-  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((vec + kSpan - 1) / kSpan, int64_t(sms) * 8 / 3));
+  const int64_t blocks =
+      std::max<int64_t>(1, std::min<int64_t>((vec + kRoundSpan - 1) / kRoundSpan, int64_t(sms) * 8 / 3));
   round_tf32_weights_kernel<<<dim3(static_cast<unsigned>(blocks), 3), kRoundThreads, 0, stream>>>(
       reinterpret_cast<const float4*>(w[0]), reinterpret_cast<const float4*>(w[1]),
       reinterpret_cast<const float4*>(w[2]), reinterpret_cast<float4*>(dst), vec);

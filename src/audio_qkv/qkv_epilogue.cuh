@@ -2,9 +2,6 @@
 // q, k or v, held by two consumer warpgroups in the wgmma accumulator layout; q and k get the per-head RMSNorm
 // (weight offset 0), v is stored as is. With a K split over a z-cluster, each CTA parks its partial tile in shared
 // memory and reduces a share of the rows over the cluster through DSMEM before normalizing and storing.
-// The norm is x times the correctly rounded reciprocal of the correctly rounded square root, as the persistent
-// kernel's epilogue (qkv_head_epilogue.cuh) computes it: within 1.5 ulp of the division, far inside both modes'
-// error budgets, and a division per element was most of this epilogue's instructions.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,6 +11,14 @@
 #include "common/device/sm90_primitives.cuh"
 
 namespace gk::audio {
+
+// The audio norm's scale for a head whose 128 values square-sum to ss: 1 / sqrt(mean + eps), as the correctly
+// rounded reciprocal of the correctly rounded square root. Every audio epilogue (this one and the persistent
+// kernel's, qkv_head_epilogue.cuh) multiplies by it: within 1.5 ulp of the definition's division, far inside both
+// modes' error budgets, and a division per element was most of the epilogues' instructions.
+__device__ __forceinline__ float head_inv_rms(float ss, float eps) {
+  return __frcp_rn(__fsqrt_rn(ss * (1.f / 128) + eps));
+}
 
 struct QkvTile {
   static constexpr int kRows = 128, kCols = 128;
@@ -51,7 +56,7 @@ __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const 
       for (int h = 0; h < 2; ++h) {
         ss[h] += __shfl_xor_sync(0xffffffffu, ss[h], 1);
         ss[h] += __shfl_xor_sync(0xffffffffu, ss[h], 2);
-        inv[h] = __frcp_rn(__fsqrt_rn(ss[h] * (1.f / QkvTile::kCols) + p.eps));
+        inv[h] = head_inv_rms(ss[h], p.eps);
       }
     }
 #pragma unroll
@@ -105,7 +110,7 @@ __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const 
         float ss = sum.x * sum.x + sum.y * sum.y + sum.z * sum.z + sum.w * sum.w;
 #pragma unroll
         for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
-        const float inv = __frcp_rn(__fsqrt_rn(ss * (1.f / QkvTile::kCols) + p.eps));
+        const float inv = head_inv_rms(ss, p.eps);
         sum = make_float4(sum.x * inv * wv4.x, sum.y * inv * wv4.y, sum.z * inv * wv4.z, sum.w * inv * wv4.w);
       }
       const int row = m0 + row_in_tile;

@@ -55,18 +55,13 @@ __device__ __forceinline__ uint32_t round_tf32(uint32_t x) {
 // rounded), and in batches of eight a stage took ~0.7 us, mostly two shared-memory round trips.
 __device__ __forceinline__ void round_stage(uint32_t stage, int t) {
   constexpr int kPer = QkvGemmTraits::kStageBytes / 16 / 128;
-  constexpr int kBatch = kPer;
-  static_assert(kPer % kBatch == 0, "whole batches");
+  uint4 x[kPer];
 #pragma unroll
-  for (int j0 = 0; j0 < kPer; j0 += kBatch) {
-    uint4 x[kBatch];
+  for (int j = 0; j < kPer; ++j) x[j] = device::ld_shared_v4(stage + 16u * (t + 128 * j));
 #pragma unroll
-    for (int j = 0; j < kBatch; ++j) x[j] = device::ld_shared_v4(stage + 16u * (t + 128 * (j0 + j)));
-#pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
-      device::st_shared_v4(stage + 16u * (t + 128 * (j0 + j)),
-                           make_uint4(round_tf32(x[j].x), round_tf32(x[j].y), round_tf32(x[j].z), round_tf32(x[j].w)));
-    }
+  for (int j = 0; j < kPer; ++j) {
+    device::st_shared_v4(stage + 16u * (t + 128 * j),
+                         make_uint4(round_tf32(x[j].x), round_tf32(x[j].y), round_tf32(x[j].z), round_tf32(x[j].w)));
   }
 }
 

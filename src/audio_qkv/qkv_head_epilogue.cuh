@@ -1,11 +1,11 @@
 // The audio QKV epilogue on the persistent head-tiled GEMM (common/head_gemm): each consumer thread holds rows
 // g and g + 8 of its warp's 16, columns 8j + 2t (+1) of two heads (j < 16: the first) of q, k or v. q and k get
-// the per-head RMSNorm with weight offset 0, x / sqrt(mean(x^2) + eps) * w, here as x times the correctly rounded
-// reciprocal of the correctly rounded square root (within 1.5 ulp of the division, against tf32's 2^-11 input
-// rounding; a division per element was most of this epilogue's instructions); v is stored as computed. A row's sum of squares over a head is a quad reduction; each thread stores 8 bytes per column pair,
-// so a quad writes one 32-byte sector of a row.
+// the per-head RMSNorm with weight offset 0, x / sqrt(mean(x^2) + eps) * w, here as x times head_inv_rms
+// (qkv_epilogue.cuh); v is stored as computed. A row's sum of squares over a head is a quad reduction; each
+// thread stores 8 bytes per column pair, so a quad writes one 32-byte sector of a row.
 #pragma once
 
+#include "audio_qkv/qkv_epilogue.cuh"
 #include "common/head_gemm/head_gemm_sm90.cuh"
 
 namespace gk::audio {
@@ -30,7 +30,7 @@ struct HeadQkvEpilogue {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const float ss = head_gemm::head_sum_squares(acc, hr, h);
-          const float inv = __frcp_rn(__fsqrt_rn(ss * (1.f / 128) + p.eps));
+          const float inv = head_inv_rms(ss, p.eps);
 #pragma unroll
           for (int jl = 0; jl < 16; ++jl) {
             const float2 w = *reinterpret_cast<const float2*>(nw + 8 * jl + 2 * t4);

@@ -38,6 +38,11 @@ __device__ __forceinline__ float elem(const uint4& r, int e) {
   return __uint_as_float(e % 2 == 0 ? w << 16 : w & 0xffff0000u);
 }
 
+// Work items per token: groups of kHeadsPerItem heads over q and k.
+__host__ __device__ __forceinline__ int item_groups(const NormRopeParams& p) {
+  return (p.num_q_heads + p.num_kv_heads + kHeadsPerItem - 1) / kHeadsPerItem;
+}
+
 // Where one lane's data of a work item lives. A head past the last one reads the last head (its result is not
 // stored), so every load is unconditional.
 struct Item {
@@ -79,18 +84,17 @@ __device__ __forceinline__ __nv_bfloat162 bf16x2(uint32_t bits) { return *reinte
 __device__ __forceinline__ void finish(const NormRopeParams& p, const Item& it, const uint4 (&x)[kPasses],
                                        const uint4& c, const uint4& s, int d0, int hl) {
   // Every head's sum of squares first: the reductions interleave.
-  float inv_rms[kPasses];
+  float ss[kPasses];
 #pragma unroll
   for (int i = 0; i < kPasses; ++i) {
-    float ss = 0.f;
+    ss[i] = 0.f;
 #pragma unroll
-    for (int e = 0; e < 8; ++e) ss += elem(x[i], e) * elem(x[i], e);
-    inv_rms[i] = ss;
+    for (int e = 0; e < 8; ++e) ss[i] += elem(x[i], e) * elem(x[i], e);
   }
 #pragma unroll
   for (int off = 8; off > 0; off >>= 1) {  // within the half-warp
 #pragma unroll
-    for (int i = 0; i < kPasses; ++i) inv_rms[i] += __shfl_xor_sync(0xffffffffu, inv_rms[i], off);
+    for (int i = 0; i < kPasses; ++i) ss[i] += __shfl_xor_sync(0xffffffffu, ss[i], off);
   }
   // rotate_half: dims below D/2 take -x[d + D/2], dims above take x[d - D/2]; the sign goes on sin.
   const uint32_t neg = hl < 8 ? 0x80008000u : 0u;
@@ -98,14 +102,14 @@ __device__ __forceinline__ void finish(const NormRopeParams& p, const Item& it, 
   const uint32_t sw[4] = {s.x ^ neg, s.y ^ neg, s.z ^ neg, s.w ^ neg};
 #pragma unroll
   for (int i = 0; i < kPasses; ++i) {
-    const float r = rsqrtf(inv_rms[i] * (1.f / kHeadDim) + p.eps);
+    const float r = rsqrtf(ss[i] * (1.f / kHeadDim) + p.eps);
     const uint4 w = load16((it.q[i] ? p.q_norm_weight : p.k_norm_weight) + d0);  // L1-resident
     uint32_t out[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const float y0 = elem(x[i], 2 * j) * r * (p.weight_offset + elem(w, 2 * j));
       const float y1 = elem(x[i], 2 * j + 1) * r * (p.weight_offset + elem(w, 2 * j + 1));
-      const uint32_t y = bf16x2_bits(__floats2bfloat162_rn(y0, y1));
+      const uint32_t y = device::pack_bf16x2(y0, y1);
       const uint32_t partner = __shfl_xor_sync(0xffffffffu, y, 8);
       // The _rn forms: no contraction of a product and the sum into one fma (that would skip a rounding).
       out[j] = bf16x2_bits(
@@ -117,7 +121,7 @@ __device__ __forceinline__ void finish(const NormRopeParams& p, const Item& it, 
 
 // One item per warp, its loads all issued before any arithmetic and held in registers.
 __global__ void __launch_bounds__(kWarpsPerBlock * 32, 4) norm_rope_d128_kernel(const NormRopeParams p) {
-  const int groups = (p.num_q_heads + p.num_kv_heads + kHeadsPerItem - 1) / kHeadsPerItem;
+  const int groups = item_groups(p);
   const int64_t item = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (item >= p.rows * groups) return;  // whole warps leave together: the shuffles stay full-warp
   const int lane = threadIdx.x % 32, half = lane / 16, hl = lane % 16, d0 = hl * 8;
@@ -136,7 +140,7 @@ Status launch_norm_rope(const NormRopeParams& p, int head_dim, cudaStream_t stre
   if (head_dim != 128) {
     return detail::error(GK_STATUS_NOT_SUPPORTED, "gemma3_attention: no norm/RoPE kernel for head_dim %d", head_dim);
   }
-  const int64_t items = p.rows * ((p.num_q_heads + p.num_kv_heads + kHeadsPerItem - 1) / kHeadsPerItem);
+  const int64_t items = p.rows * item_groups(p);
   const int64_t blocks = (items + kWarpsPerBlock - 1) / kWarpsPerBlock;
   if (blocks > INT32_MAX) {
     return detail::error(GK_STATUS_INVALID_ARGUMENT, "gemma3_attention: %lld token-heads exceed the norm grid",
