@@ -69,6 +69,9 @@ Status launch_fused(const QkvGemmParams& params, std::initializer_list<int> spli
   GK_RETURN_IF_ERROR(detail::choose_cluster_split(
       kOp, reinterpret_cast<const void*>(Kernel<true>::get()), Tr::kThreads, Tr::kSmemBytes, m_tiles * n_tiles,
       k_blocks, splits, /*even_k=*/true, &split));
+  if (split != 1 && split != 2 && split != 4) {  // the epilogue's cluster reduction takes 2 or 4
+    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: K split %d outside the fused kernel's support", kOp, split);
+  }
   p.k_blocks = k_blocks / split;
   const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
   Maps maps;
