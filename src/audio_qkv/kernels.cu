@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
                    __fdiv_rn(v.w, denom) * g.w);
 }
 
-// dst[w][i] = round_tf32(src_w[i]) for the three weights (blockIdx.y picks one, so no index division), kPer
+// dst[w][i] = round_tf32_for_mma(src_w[i]) for the three weights (blockIdx.y picks one, so no index division), kPer
 // 16-byte loads per thread issued before any store: one load per thread and step kept too few bytes in flight and
 // ran at ~3 TB/s (8.5 us for 12.6 MB of weights).
 constexpr int kRoundThreads = 256, kRoundPer = 4;
@@ -58,8 +58,10 @@ __global__ void __launch_bounds__(kRoundThreads)
     for (int j = 0; j < kRoundPer; ++j) {
       const int64_t i = base + j * kRoundThreads;
       if (i < vec_each) {
-        out[i] = make_float4(device::round_tf32(v[j].x), device::round_tf32(v[j].y), device::round_tf32(v[j].z),
-                             device::round_tf32(v[j].w));
+        const uint4 u = reinterpret_cast<const uint4&>(v[j]);
+        reinterpret_cast<uint4*>(out)[i] =
+            make_uint4(device::round_tf32_for_mma(u.x), device::round_tf32_for_mma(u.y),
+                       device::round_tf32_for_mma(u.z), device::round_tf32_for_mma(u.w));
       }
     }
   }

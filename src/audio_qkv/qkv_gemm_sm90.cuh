@@ -44,11 +44,6 @@ struct QkvGemmTraits {
 
 namespace qkv_detail {
 
-// device::round_tf32 on raw bits.
-__device__ __forceinline__ uint32_t round_tf32(uint32_t x) {
-  return __float_as_uint(device::round_tf32(__uint_as_float(x)));
-}
-
 // One landed stage (both tiles, one contiguous run: rounding is elementwise, so the swizzle does not matter)
 // rounded in place by 128 threads, 16 chunks of 16 bytes each, all loads issued before the first store: the
 // rounding groups set the split kernel's pace (time stamps: the consumers finish right after the last stage is
@@ -61,7 +56,8 @@ __device__ __forceinline__ void round_stage(uint32_t stage, int t) {
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
     device::st_shared_v4(stage + 16u * (t + 128 * j),
-                         make_uint4(round_tf32(x[j].x), round_tf32(x[j].y), round_tf32(x[j].z), round_tf32(x[j].w)));
+                         make_uint4(device::round_tf32_for_mma(x[j].x), device::round_tf32_for_mma(x[j].y),
+                                    device::round_tf32_for_mma(x[j].z), device::round_tf32_for_mma(x[j].w)));
   }
 }
 

@@ -216,4 +216,49 @@ INSTANTIATE_TEST_SUITE_P(Rounding, AudioRounding, ::testing::ValuesIn(rounding_c
   return mode_name(info.param.precision) + "_rows" + std::to_string(info.param.rows);
 });
 
+// NaN inputs propagate as NaN, including the signalling NaNs whose payload lies only in the low 13 mantissa bits,
+// which tf32 rounding must not turn into Inf (the tensor cores ignore those bits). One such NaN in an activation
+// poisons its token's q, k and v; one in a v weight row poisons that v column of every token; one in a q weight row
+// poisons, through the norm, the whole q head of every token. Every other output stays finite.
+class AudioNan : public GpuParamTest<RoundingCase> {};
+
+TEST_P(AudioNan, LowPayloadNanPropagates) {
+  const int64_t hidden = 1024, heads = 8, rows = GetParam().rows, n = heads * 128;
+  AudioProblem p({1, rows, hidden, heads, 128, 1e-6f, GetParam().precision});
+  p.generate(AudioRecipe{}, stream());
+  const auto t = p.tensors();
+  const gk_tensor* outs[3] = {&t.query_states, &t.key_states, &t.value_states};
+  // Zeros, not the usual NaN poison: an expected NaN must have been written.
+  for (const gk_tensor* o : outs) GK_TK_CUDA(cudaMemsetAsync(o->data, 0, rows * n * sizeof(float), stream()));
+  const int64_t bad_row = rows / 2, bad_v_col = 300, bad_q_col = 3 * 128 + 77;
+  const auto put = [&](const gk_tensor& d, int64_t i, uint32_t bits) {
+    GK_TK_CUDA(cudaMemcpyAsync(static_cast<char*>(d.data) + 4 * i, &bits, 4, cudaMemcpyHostToDevice, stream()));
+    GK_TK_CUDA(cudaStreamSynchronize(stream()));
+  };
+  put(t.hidden_states, bad_row * hidden + 7, 0x7f800001u);
+  put(t.v_proj_weight, bad_v_col * hidden + 11, 0x7f800003u);
+  put(t.q_proj_weight, bad_q_col * hidden + 500, 0xff801fffu);
+  GK_ASSERT_OK(p.run(handle(), stream()));
+  GK_TK_CUDA(cudaStreamSynchronize(stream()));
+  for (int o = 0; o < 3; ++o) {
+    std::vector<float> y(rows * n);
+    GK_TK_CUDA(cudaMemcpy(y.data(), outs[o]->data, y.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < n; ++c) {
+        const bool nan = r == bad_row || (o == 2 && c == bad_v_col) || (o == 0 && c / 128 == bad_q_col / 128);
+        const float v = y[r * n + c];
+        if (nan) {
+          ASSERT_TRUE(std::isnan(v)) << kNames[o] << " row " << r << " column " << c << " is " << v;
+        } else {
+          ASSERT_TRUE(std::isfinite(v)) << kNames[o] << " row " << r << " column " << c << " is " << v;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Nan, AudioNan, ::testing::ValuesIn(rounding_cases()), [](const auto& info) {
+  return mode_name(info.param.precision) + "_rows" + std::to_string(info.param.rows);
+});
+
 }  // namespace

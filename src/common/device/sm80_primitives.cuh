@@ -75,11 +75,30 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a
 // x rounded to the nearest bf16, kept in fp32: where a bf16 torch program would store an intermediate.
 __device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 
-// x rounded to the nearest tf32 (ties away from zero), kept in an fp32 register; Inf and NaN pass through.
+// x (fp32 bits) rounded to the nearest tf32, ties away from zero, as far as the tensor cores see it: they ignore
+// the low 13 bits, so adding half of the last kept bit is enough and the low bits are left as they fall. Inf stays
+// Inf (the add would make it NaN); NaN becomes the canonical NaN through a float add, because a NaN whose payload
+// lies only in the low 13 bits (0x7f800001..0x7f801fff) would otherwise read as Inf. cvt.rna.tf32.f32 has that
+// gap: on sm_90 it compiles to the same add and a mask of the low bits, and passes NaNs through unchanged.
+__device__ __forceinline__ uint32_t round_tf32_for_mma(uint32_t x) {
+  // In place on one register (b32 operands take both integer and float instructions), so ptxas emits three
+  // instructions: the compare and two predicated adds.
+  asm("{\n"
+      ".reg .pred finite;\n"
+      ".reg .f32 a;\n"
+      "abs.f32 a, %0;\n"
+      "setp.lt.f32 finite, a, 0f7F800000;\n"  // false for Inf and NaN
+      "@finite add.u32 %0, %0, 0x1000;\n"
+      "@!finite add.f32 %0, %0, %0;\n"
+      "}\n"
+      : "+r"(x));
+  return x;
+}
+
+// x rounded to the nearest tf32 value (ties away from zero), low 13 bits cleared, for arithmetic on the rounded
+// value itself (the 3xTF32 split); Inf stays Inf, NaN stays NaN (round_tf32_for_mma).
 __device__ __forceinline__ float round_tf32(float x) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return __uint_as_float(r);
+  return __uint_as_float(round_tf32_for_mma(__float_as_uint(x)) & 0xffffe000u);
 }
 
 __device__ __forceinline__ float ex2_approx(float x) {

@@ -86,26 +86,6 @@ __device__ __forceinline__ Tile decode_unit(const Grid& g, int unit, int rank) {
   return t;
 }
 
-// Round to nearest tf32 (ties away) as far as the tensor cores see it: they ignore the low 13 bits, so adding half
-// of the last kept bit is enough; Inf and NaN are left alone (the add would turn Inf into NaN). Known gap: a NaN
-// whose payload lies only in those low 13 bits (0x7f800001..0x7f801fff, signalling NaNs with tiny payloads; the
-// quiet NaNs the GPU and PyTorch produce all have bit 22 set) reads as +-Inf to the tensor cores. Canonicalizing
-// it costs a third instruction per element (a predicated add of the value to itself), not yet measured.
-__device__ __forceinline__ uint32_t round_tf32_for_mma(uint32_t x) {
-  uint32_t r;
-  asm("{\n"
-      ".reg .pred finite;\n"
-      ".reg .b32 mag;\n"
-      "and.b32 mag, %1, 0x7fffffff;\n"
-      "setp.lt.u32 finite, mag, 0x7f800000;\n"
-      "mov.b32 %0, %1;\n"
-      "@finite add.u32 %0, %1, 0x1000;\n"
-      "}\n"
-      : "=r"(r)
-      : "r"(x));
-  return r;
-}
-
 // For epilogues: the sum of squares of one head (h: 0 or 1) of one of the thread's two rows (hr) over the head's
 // 128 columns, which a quad of threads holds between them (every thread of the warp must call it).
 __device__ __forceinline__ float head_sum_squares(const float (&acc)[32][4], int hr, int h) {
@@ -208,7 +188,7 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
         for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
           device::ldmatrix_x4(ring.a(s) + row_off + (((2 * kk + hi) ^ r7) << 4), frag[p][kk]);
 #pragma unroll
-          for (int i = 0; i < 4; ++i) frag[p][kk][i] = round_tf32_for_mma(frag[p][kk][i]);
+          for (int i = 0; i < 4; ++i) frag[p][kk][i] = device::round_tf32_for_mma(frag[p][kk][i]);
         }
         device::wgmma_fence();
 #pragma unroll
