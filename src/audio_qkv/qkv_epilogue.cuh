@@ -119,8 +119,10 @@ __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const 
           }
         }
         const float2 send = even ? v[1] : v[0];
-        const float2 recv = make_float2(__shfl_xor_sync(0xffffffffu, send.x, 1), __shfl_xor_sync(0xffffffffu, send.y, 1));
-        const float4 q = even ? make_float4(v[0].x, v[0].y, recv.x, recv.y) : make_float4(recv.x, recv.y, v[1].x, v[1].y);
+        const float2 recv =
+            make_float2(__shfl_xor_sync(0xffffffffu, send.x, 1), __shfl_xor_sync(0xffffffffu, send.y, 1));
+        const float4 q =
+            even ? make_float4(v[0].x, v[0].y, recv.x, recv.y) : make_float4(recv.x, recv.y, v[1].x, v[1].y);
         if (row < p.m) *reinterpret_cast<float4*>(o + 8 * (even ? j0 : j0 + 1)) = q;
       }
     }

@@ -53,11 +53,24 @@ __device__ __forceinline__ void round_stage(uint32_t stage, int t) {
   uint4 x[kPer];
 #pragma unroll
   for (int j = 0; j < kPer; ++j) x[j] = device::ld_shared_v4(stage + 16u * (t + 128 * j));
+  // Rounded four chunks (16 values) at a time, one finiteness check for each group.
+  static_assert(kPer % 4 == 0, "whole groups of four chunks");
 #pragma unroll
-  for (int j = 0; j < kPer; ++j) {
-    device::st_shared_v4(stage + 16u * (t + 128 * j),
-                         make_uint4(device::round_tf32_for_mma(x[j].x), device::round_tf32_for_mma(x[j].y),
-                                    device::round_tf32_for_mma(x[j].z), device::round_tf32_for_mma(x[j].w)));
+  for (int j0 = 0; j0 < kPer; j0 += 4) {
+    uint32_t e[16];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      e[4 * j] = x[j0 + j].x;
+      e[4 * j + 1] = x[j0 + j].y;
+      e[4 * j + 2] = x[j0 + j].z;
+      e[4 * j + 3] = x[j0 + j].w;
+    }
+    device::round_tf32_for_mma(e);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      device::st_shared_v4(stage + 16u * (t + 128 * (j0 + j)),
+                           make_uint4(e[4 * j], e[4 * j + 1], e[4 * j + 2], e[4 * j + 3]));
+    }
   }
 }
 

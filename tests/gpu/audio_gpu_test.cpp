@@ -219,10 +219,13 @@ INSTANTIATE_TEST_SUITE_P(Rounding, AudioRounding, ::testing::ValuesIn(rounding_c
 // NaN inputs propagate as NaN, including the signalling NaNs whose payload lies only in the low 13 mantissa bits,
 // which tf32 rounding must not turn into Inf (the tensor cores ignore those bits). One such NaN in an activation
 // poisons its token's q, k and v; one in a v weight row poisons that v column of every token; one in a q weight row
-// poisons, through the norm, the whole q head of every token. Every other output stays finite.
+// poisons, through the norm, the whole q head of every token. An Inf activation makes its token's q and k NaN (the
+// norm divides Inf by Inf) and, in tf32 mode, its v entries Inf with the sign of the weight that meets it, as in
+// fp32 (exact mode also meets Inf * small(w) with either sign, so there its v entries are only non-finite). Every
+// other output stays finite.
 class AudioNan : public GpuParamTest<RoundingCase> {};
 
-TEST_P(AudioNan, LowPayloadNanPropagates) {
+TEST_P(AudioNan, NanAndInfPropagate) {
   const int64_t hidden = 1024, heads = 8, rows = GetParam().rows, n = heads * 128;
   AudioProblem p({1, rows, hidden, heads, 128, 1e-6f, GetParam().precision});
   p.generate(AudioRecipe{}, stream());
@@ -230,7 +233,7 @@ TEST_P(AudioNan, LowPayloadNanPropagates) {
   const gk_tensor* outs[3] = {&t.query_states, &t.key_states, &t.value_states};
   // Zeros, not the usual NaN poison: an expected NaN must have been written.
   for (const gk_tensor* o : outs) GK_TK_CUDA(cudaMemsetAsync(o->data, 0, rows * n * sizeof(float), stream()));
-  const int64_t bad_row = rows / 2, bad_v_col = 300, bad_q_col = 3 * 128 + 77;
+  const int64_t bad_row = rows / 2, inf_row = rows / 4, bad_v_col = 300, bad_q_col = 3 * 128 + 77, inf_k = 13;
   const auto put = [&](const gk_tensor& d, int64_t i, uint32_t bits) {
     GK_TK_CUDA(cudaMemcpyAsync(static_cast<char*>(d.data) + 4 * i, &bits, 4, cudaMemcpyHostToDevice, stream()));
     GK_TK_CUDA(cudaStreamSynchronize(stream()));
@@ -238,6 +241,10 @@ TEST_P(AudioNan, LowPayloadNanPropagates) {
   put(t.hidden_states, bad_row * hidden + 7, 0x7f800001u);
   put(t.v_proj_weight, bad_v_col * hidden + 11, 0x7f800003u);
   put(t.q_proj_weight, bad_q_col * hidden + 500, 0xff801fffu);
+  put(t.hidden_states, inf_row * hidden + inf_k, 0x7f800000u);
+  std::vector<float> wv(n * hidden);
+  GK_TK_CUDA(cudaMemcpy(wv.data(), t.v_proj_weight.data, wv.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  const bool tf32 = GetParam().precision == GK_PRECISION_TF32;
   GK_ASSERT_OK(p.run(handle(), stream()));
   GK_TK_CUDA(cudaStreamSynchronize(stream()));
   for (int o = 0; o < 3; ++o) {
@@ -245,12 +252,18 @@ TEST_P(AudioNan, LowPayloadNanPropagates) {
     GK_TK_CUDA(cudaMemcpy(y.data(), outs[o]->data, y.size() * sizeof(float), cudaMemcpyDeviceToHost));
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t c = 0; c < n; ++c) {
-        const bool nan = r == bad_row || (o == 2 && c == bad_v_col) || (o == 0 && c / 128 == bad_q_col / 128);
+        const bool nan = r == bad_row || (o == 2 && c == bad_v_col) || (o == 0 && c / 128 == bad_q_col / 128) ||
+                         (o < 2 && r == inf_row);
         const float v = y[r * n + c];
+        const auto where = [&] { return std::string(kNames[o]) + " row " + std::to_string(r) + " column " +
+                                        std::to_string(c) + " is " + std::to_string(v); };
         if (nan) {
-          ASSERT_TRUE(std::isnan(v)) << kNames[o] << " row " << r << " column " << c << " is " << v;
+          ASSERT_TRUE(std::isnan(v)) << where();
+        } else if (r == inf_row) {
+          ASSERT_FALSE(std::isfinite(v)) << where();
+          if (tf32) ASSERT_EQ(v, std::copysign(INFINITY, wv[c * hidden + inf_k])) << where();
         } else {
-          ASSERT_TRUE(std::isfinite(v)) << kNames[o] << " row " << r << " column " << c << " is " << v;
+          ASSERT_TRUE(std::isfinite(v)) << where();
         }
       }
     }

@@ -101,6 +101,34 @@ __device__ __forceinline__ float round_tf32(float x) {
   return __uint_as_float(round_tf32_for_mma(__float_as_uint(x)) & 0xffffe000u);
 }
 
+// The largest |x[i]| (fp32 bits), NaN if any element is NaN: a tree of NaN-propagating maxima (max.NaN), so one
+// compare of the result tells whether every element is finite.
+template <int N>
+__device__ __forceinline__ float max_abs_nan(const uint32_t (&x)[N]) {
+  float m[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) m[i] = fabsf(__uint_as_float(x[i]));
+#pragma unroll
+  for (int s = 1; s < N; s *= 2) {
+#pragma unroll
+    for (int i = 0; i + s < N; i += 2 * s) asm("max.NaN.f32 %0, %0, %1;\n" : "+f"(m[i]) : "f"(m[i + s]));
+  }
+  return m[0];
+}
+
+// round_tf32_for_mma on every element: where all are finite (the common case, one compare for the lot) the bare
+// add, two instructions per element with the shared maximum instead of three; otherwise element by element.
+template <int N>
+__device__ __forceinline__ void round_tf32_for_mma(uint32_t (&x)[N]) {
+  if (__builtin_expect(max_abs_nan(x) < __int_as_float(0x7f800000), 1)) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) x[i] += 0x1000u;
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) x[i] = round_tf32_for_mma(x[i]);
+  }
+}
+
 __device__ __forceinline__ float ex2_approx(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));

@@ -187,9 +187,8 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
 #pragma unroll
         for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
           device::ldmatrix_x4(ring.a(s) + row_off + (((2 * kk + hi) ^ r7) << 4), frag[p][kk]);
-#pragma unroll
-          for (int i = 0; i < 4; ++i) frag[p][kk][i] = device::round_tf32_for_mma(frag[p][kk][i]);
         }
+        device::round_tf32_for_mma(reinterpret_cast<uint32_t(&)[Cfg::kKSteps * 4]>(frag[p]));
         device::wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
