@@ -7,6 +7,7 @@
 #include "common/cuda_check.hpp"
 #include "common/device_props.hpp"
 #include "common/device/sm80_primitives.cuh"
+#include "common/device/sm90_primitives.cuh"
 
 namespace gk::audio {
 
@@ -35,15 +36,18 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
                    __fdiv_rn(v.w, denom) * g.w);
 }
 
-// dst[w][i] = round_tf32_for_mma(src_w[i]) for the three weights (blockIdx.y picks one, so no index division), kPer
+// dst[w][i] = round_tf32_for_mma(src_w[i]) for up to three tensors (blockIdx.y picks one, so no index division), kPer
 // 16-byte loads per thread issued before any store: one load per thread and step kept too few bytes in flight and
 // ran at ~3 TB/s (8.5 us for 12.6 MB of weights).
 constexpr int kRoundThreads = 256, kRoundPer = 4;
 constexpr int64_t kRoundSpan = int64_t(kRoundThreads) * kRoundPer;  // float4s a block covers per step
 
 __global__ void __launch_bounds__(kRoundThreads)
-    round_tf32_weights_kernel(const float4* __restrict__ w0, const float4* __restrict__ w1,
+    round_tf32_kernel(const float4* __restrict__ w0, const float4* __restrict__ w1,
                               const float4* __restrict__ w2, float4* __restrict__ dst, int64_t vec_each) {
+  // The GEMM that reads dst is launched as a programmatic dependent: let it be scheduled (its CTAs start as SMs
+  // free up and wait for this grid's completion before reading dst).
+  device::launch_dependents();
   const float4* __restrict__ src = blockIdx.y == 0 ? w0 : (blockIdx.y == 1 ? w1 : w2);
   float4* __restrict__ out = dst + int64_t(blockIdx.y) * vec_each;
   for (int64_t base = int64_t(blockIdx.x) * kRoundSpan + threadIdx.x; base < vec_each;
@@ -69,21 +73,21 @@ __global__ void __launch_bounds__(kRoundThreads)
 
 }  // namespace
 
-Status launch_round_tf32_weights(const float* const (&w)[3], float* dst, int64_t elems_each, cudaStream_t stream) {
-  if (elems_each % 4 != 0) {
-    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: weight copy of %lld elements is not whole float4s", kOp,
-                         static_cast<long long>(elems_each));
+Status launch_round_tf32(const float* const* src, int count, float* dst, int64_t elems_each, cudaStream_t stream) {
+  if (elems_each % 4 != 0 || count < 1 || count > 3) {
+    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: tf32 rounding of %d x %lld elements (whole float4s, 1-3 "
+                         "tensors)", kOp, count, static_cast<long long>(elems_each));
   }
   int sms = 0;
   GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
   const int64_t vec = elems_each / 4;
-  // Per weight; the three weights' blocks together stay within ~8 per SM, grid-stride beyond.
+  // Per tensor; the tensors' blocks together stay within ~8 per SM, grid-stride beyond.
   const int64_t blocks =
-      std::max<int64_t>(1, std::min<int64_t>((vec + kRoundSpan - 1) / kRoundSpan, int64_t(sms) * 8 / 3));
-  round_tf32_weights_kernel<<<dim3(static_cast<unsigned>(blocks), 3), kRoundThreads, 0, stream>>>(
-      reinterpret_cast<const float4*>(w[0]), reinterpret_cast<const float4*>(w[1]),
-      reinterpret_cast<const float4*>(w[2]), reinterpret_cast<float4*>(dst), vec);
-  return detail::check_launch(kOp, "tf32 weight rounding launch");
+      std::max<int64_t>(1, std::min<int64_t>((vec + kRoundSpan - 1) / kRoundSpan, int64_t(sms) * 8 / count));
+  const auto v = [&](int i) { return reinterpret_cast<const float4*>(src[i < count ? i : 0]); };
+  round_tf32_kernel<<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(count)), kRoundThreads, 0,
+                              stream>>>(v(0), v(1), v(2), reinterpret_cast<float4*>(dst), vec);
+  return detail::check_launch(kOp, "tf32 rounding launch");
 }
 
 Status launch_head_rmsnorm(float* x, const float* w, int64_t rows, int heads, int head_dim, float eps,

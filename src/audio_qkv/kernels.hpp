@@ -13,7 +13,9 @@ struct QkvGemmParams;
 
 // The fused tf32 path: q|k|v projections on tensor cores with round-to-nearest inputs, q and k normalized in the
 // epilogue (qkv_gemm_sm90.cuh). Fills k_blocks itself.
-Status launch_qkv_gemm_tf32(const QkvGemmParams& params, cudaStream_t stream);
+// `scratch` (scratch_floats floats of workspace) takes the activations rounded to tf32 (the kernel then rounds only
+// the weights in shared memory) whenever they fit; GK_AUDIO_SPLIT_A=smem rounds both in shared memory instead.
+Status launch_qkv_gemm_tf32(const QkvGemmParams& params, float* scratch, int64_t scratch_floats, cudaStream_t stream);
 
 // Which kernel runs the tf32 mode: cuBLASLt + the norm kernel, the split kernel (qkv_gemm_sm90.cuh: one head per
 // 128-row tile, K split over a cluster for small grids, operands rounded in shared memory) or the persistent
@@ -29,7 +31,9 @@ Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, Tf32Pat
 // The persistent tf32 path: rounds the three weights into `rounded_w` (3 * heads * 128 * hidden floats of
 // workspace), then one GEMM launch.
 Status launch_qkv_head_gemm_tf32(const QkvGemmParams& params, float* rounded_w, cudaStream_t stream);
-Status launch_round_tf32_weights(const float* const (&w)[3], float* dst, int64_t elems_each, cudaStream_t stream);
+// dst[i * elems_each + j] = src[i][j] rounded to tf32 for the tensor cores (device::round_tf32_for_mma), i < count
+// (1..3); the launch that reads dst may be a programmatic dependent.
+Status launch_round_tf32(const float* const* src, int count, float* dst, int64_t elems_each, cudaStream_t stream);
 
 // The exact mode's fused path: the same grid and epilogue on 3xTF32 (big + small tf32 parts of every operand, the
 // tensor-core sums promoted into fp32 every K-block: qkv_gemm_3xtf32_sm90.cuh). Taken wherever the kernel can take

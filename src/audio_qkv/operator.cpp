@@ -62,7 +62,8 @@ Status check_config(const AudioQkvConfig& c) {
 
 struct Layout {
   void* gemm_workspace = nullptr;
-  float* rounded_w = nullptr;  // tf32 mode: the three weights rounded to tf32, for the persistent kernel
+  // tf32 mode: the three weights rounded to tf32 for the persistent kernel, or the split kernel's activations
+  float* rounded_w = nullptr;
   size_t bytes = 0;
 };
 
@@ -143,7 +144,7 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
     p.heads = static_cast<int>(c.num_heads);
     p.eps = c.eps;
     if (tf32_path == audio::Tf32Path::kPersistent) return audio::launch_qkv_head_gemm_tf32(p, ws.rounded_w, stream);
-    return c.precision == GK_PRECISION_TF32 ? audio::launch_qkv_gemm_tf32(p, stream)
+    return c.precision == GK_PRECISION_TF32 ? audio::launch_qkv_gemm_tf32(p, ws.rounded_w, 3 * n * c.hidden, stream)
                                             : audio::launch_qkv_gemm_3xtf32(p, stream);
   }
 

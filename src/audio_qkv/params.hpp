@@ -17,6 +17,7 @@ struct QkvGemmParams {
   float* v;
   int m, k_dim, heads;
   int k_blocks;  // K-blocks (32 columns) per CTA: K / 32 / split
+  int a_rounded;  // tf32 split kernel: `hidden` already holds tf32-rounded activations; only W is rounded in smem
   float eps;
 };
 

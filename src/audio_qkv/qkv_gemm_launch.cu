@@ -52,7 +52,8 @@ Status encode_maps(const QkvGemmParams& p, Maps* maps) {
 // The tf32 kernel and the 3xTF32 one share the grid (one head of q, k or v per 128 rows), the tensor maps and the
 // K split; they differ in threads, shared memory and how long a K-block takes.
 template <class Tr, template <bool> class Kernel>
-Status launch_fused(const QkvGemmParams& params, std::initializer_list<int> splits, cudaStream_t stream) {
+Status launch_fused(const QkvGemmParams& params, std::initializer_list<int> splits, bool programmatic,
+                    cudaStream_t stream) {
   // supported() and the tensor maps are written for QkvGemmTraits' tile and TMA box.
   static_assert(Tr::kBM == QkvGemmTraits::kBM && Tr::kBN == QkvGemmTraits::kBN && Tr::kBK == QkvGemmTraits::kBK,
                 "one tile shape for both kernels");
@@ -78,7 +79,7 @@ Status launch_fused(const QkvGemmParams& params, std::initializer_list<int> spli
   GK_RETURN_IF_ERROR(encode_maps(p, &maps));
   const auto go = [&](auto kernel, bool cluster) {
     return detail::launch_z_clusters(kOp, "fused QKV kernel launch", kernel, grid, Tr::kThreads, Tr::kSmemBytes,
-                                     cluster, stream, maps.hs, maps.wq, maps.wk, maps.wv, p);
+                                     cluster, programmatic, stream, maps.hs, maps.wq, maps.wk, maps.wv, p);
   };
   return split > 1 ? go(Kernel<true>::get(), true) : go(Kernel<false>::get(), false);
 }
@@ -170,13 +171,30 @@ Status launch_qkv_head_gemm_tf32(const QkvGemmParams& p, float* rounded_w, cudaS
   ep.eps = p.eps;
   const int64_t each = int64_t(p.heads) * 128 * p.k_dim;
   const float* const src[3] = {p.wq, p.wk, p.wv};
-  GK_RETURN_IF_ERROR(launch_round_tf32_weights(src, rounded_w, each, stream));
+  GK_RETURN_IF_ERROR(launch_round_tf32(src, 3, rounded_w, each, stream));
   const float* const w[3] = {rounded_w, rounded_w + each, rounded_w + 2 * each};
-  return head_gemm::launch<HeadCfg, HeadQkvEpilogue>(kOp, head_operands(p, w), ep, stream);
+  return head_gemm::launch<HeadCfg, HeadQkvEpilogue>(kOp, head_operands(p, w), ep, stream,
+                                                     /*after_pdl_producer=*/true);
 }
 
-Status launch_qkv_gemm_tf32(const QkvGemmParams& params, cudaStream_t stream) {
-  return launch_fused<QkvGemmTraits, Tf32Kernel>(params, {4, 2}, stream);
+Status launch_qkv_gemm_tf32(const QkvGemmParams& params, float* scratch, int64_t scratch_floats, cudaStream_t stream) {
+  // The rounding groups pace the split kernel; with the activations rounded beforehand (one pass over M x K,
+  // overlapped with the kernel's start through a programmatic launch) they round only the weight tile, half of
+  // each stage's shared-memory round trip: 1.0-3.1 us faster at M = 256..586, equal at M = 128
+  // (docs/perf-log.md v10).
+  enum { kSmem = 0, kPrerounded = 1 };  // the choices' indices
+  static const int forced = detail::env_choice("GK_AUDIO_SPLIT_A", {"smem", "prerounded"});
+  if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_SPLIT_A", "smem|prerounded");
+  const int64_t a_floats = int64_t(params.m) * params.k_dim;
+  if (forced == kSmem || a_floats > scratch_floats) {
+    return launch_fused<QkvGemmTraits, Tf32Kernel>(params, {4, 2}, /*programmatic=*/false, stream);
+  }
+  const float* const src[1] = {params.hidden};
+  GK_RETURN_IF_ERROR(launch_round_tf32(src, 1, scratch, a_floats, stream));
+  QkvGemmParams p = params;
+  p.hidden = scratch;
+  p.a_rounded = 1;
+  return launch_fused<QkvGemmTraits, Tf32Kernel>(p, {4, 2}, /*programmatic=*/true, stream);
 }
 
 Status qkv_gemm_exact_chosen(int64_t rows, int64_t hidden, int64_t heads, bool* fused) {
@@ -191,7 +209,7 @@ Status qkv_gemm_exact_chosen(int64_t rows, int64_t hidden, int64_t heads, bool* 
 }
 
 Status launch_qkv_gemm_3xtf32(const QkvGemmParams& params, cudaStream_t stream) {
-  return launch_fused<Qkv3xTf32Traits, ThreeTf32Kernel>(params, {4, 2}, stream);
+  return launch_fused<Qkv3xTf32Traits, ThreeTf32Kernel>(params, {4, 2}, /*programmatic=*/false, stream);
 }
 
 }  // namespace gk::audio

@@ -44,15 +44,16 @@ struct QkvGemmTraits {
 
 namespace qkv_detail {
 
-// One landed stage (both tiles, one contiguous run: rounding is elementwise, so the swizzle does not matter)
-// rounded in place by 128 threads, 16 chunks of 16 bytes each, all loads issued before the first store: the
-// rounding groups set the split kernel's pace (time stamps: the consumers finish right after the last stage is
-// rounded), and in batches of eight a stage took ~0.7 us, mostly two shared-memory round trips.
-__device__ __forceinline__ void round_stage(uint32_t stage, int t) {
-  constexpr int kPer = QkvGemmTraits::kStageBytes / 16 / 128;
+// kBytes of a landed stage (both tiles, one contiguous run from `start`; or the weight tile alone when the
+// activations arrive rounded) rounded in place by 128 threads, 16-byte chunks, all loads issued before the first
+// store: the rounding groups set the split kernel's pace (time stamps: the consumers finish right after the last
+// stage is rounded), and in batches of eight a stage took ~0.7 us, mostly two shared-memory round trips.
+template <uint32_t kBytes>
+__device__ __forceinline__ void round_stage(uint32_t start, int t) {
+  constexpr int kPer = kBytes / 16 / 128;
   uint4 x[kPer];
 #pragma unroll
-  for (int j = 0; j < kPer; ++j) x[j] = device::ld_shared_v4(stage + 16u * (t + 128 * j));
+  for (int j = 0; j < kPer; ++j) x[j] = device::ld_shared_v4(start + 16u * (t + 128 * j));
   // Rounded four chunks (16 values) at a time, one finiteness check for each group.
   static_assert(kPer % 4 == 0, "whole groups of four chunks");
 #pragma unroll
@@ -68,7 +69,7 @@ __device__ __forceinline__ void round_stage(uint32_t stage, int t) {
     device::round_tf32_for_mma(e);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      device::st_shared_v4(stage + 16u * (t + 128 * (j0 + j)),
+      device::st_shared_v4(start + 16u * (t + 128 * (j0 + j)),
                            make_uint4(e[4 * j], e[4 * j + 1], e[4 * j + 2], e[4 * j + 3]));
     }
   }
@@ -104,6 +105,10 @@ __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
       // ---------------- TMA warp ----------------
       if (lane == 0) {
         const CUtensorMap* w_map = which == 0 ? &wq_map : (which == 1 ? &wk_map : &wv_map);
+        // With pre-rounded activations this kernel is a programmatic dependent of their rounding: wait for it
+        // (a no-op otherwise) and order its writes before these TMA reads.
+        device::grid_dependency_wait();
+        device::fence_proxy_async_global();
         ring.load(&hs_map, w_map, kb0, p.k_blocks, m0, head * Tr::kBN);
       }
     } else {
@@ -112,7 +117,11 @@ __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
       for (int i = group; i < p.k_blocks; i += Tr::kRoundGroups) {
         const int s = i % Tr::kStages;
         device::mbar_wait(ring.full(s), (i / Tr::kStages) & 1);
-        round_stage(stage_a(s), t);
+        if (p.a_rounded) {
+          round_stage<Tr::kTileBytes>(stage_b(s), t);
+        } else {
+          round_stage<Tr::kStageBytes>(stage_a(s), t);
+        }
         device::fence_proxy_async_shared();
         device::mbar_arrive(ring.ready(s));
       }

@@ -46,22 +46,35 @@ inline Status choose_cluster_split(const char* op, const void* split_kernel, int
 }
 
 // Launches `kernel` on `grid` (with its shared-memory opt-in), as clusters of grid.z CTAs along z when `cluster`.
+// `programmatic`: programmatic stream serialization, so the kernel may start while the previous kernel of the
+// stream still runs (the kernel itself must call device::grid_dependency_wait() before it touches that kernel's
+// results, and the previous kernel must not depend on anything this one writes).
 template <class... Params, class... Args>
 Status launch_z_clusters(const char* op, const char* what, void (*kernel)(Params...), dim3 grid, int threads,
-                         size_t smem_bytes, bool cluster, cudaStream_t stream, const Args&... args) {
+                         size_t smem_bytes, bool cluster, bool programmatic, cudaStream_t stream,
+                         const Args&... args) {
   GK_RETURN_IF_ERROR(set_smem_opt_in(op, reinterpret_cast<const void*>(kernel), smem_bytes));
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(static_cast<unsigned>(threads));
   cfg.dynamicSmemBytes = smem_bytes;
   cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = grid.z;
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (cluster) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = 1;
+    attr[n].val.clusterDim.y = 1;
+    attr[n].val.clusterDim.z = grid.z;
+    ++n;
+  }
+  if (programmatic) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
   cfg.attrs = attr;
-  cfg.numAttrs = cluster ? 1 : 0;
+  cfg.numAttrs = n;
   GK_RETURN_IF_ERROR(cuda_status(cudaLaunchKernelEx(&cfg, kernel, args...), op, what));
   return check_launch(op, what);
 }

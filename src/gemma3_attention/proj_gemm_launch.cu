@@ -50,7 +50,8 @@ template <int kHeads, bool kSplit>
 Status launch(const ProjGemmParams& p, const Maps& maps, dim3 grid, cudaStream_t stream) {
   using Tr = ProjGemmTraits<kHeads>;
   return detail::launch_z_clusters(kOp, "projection gemm launch", proj_gemm_kernel<kHeads, kSplit>, grid, Tr::kThreads,
-                                   Tr::kSmemBytes, kSplit, stream, maps.a, maps.w[0], maps.w[1], maps.w[2], p);
+                                   Tr::kSmemBytes, kSplit, /*programmatic=*/false, stream, maps.a, maps.w[0], maps.w[1],
+                                   maps.w[2], p);
 }
 
 int64_t segment_tiles(int64_t heads, int heads_per_tile) { return (heads + heads_per_tile - 1) / heads_per_tile; }

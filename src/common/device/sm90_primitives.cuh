@@ -58,6 +58,21 @@ __device__ __forceinline__ void tma_prefetch_descriptor(const CUtensorMap* map) 
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
 }
 
+// Programmatic dependent launch. A kernel launched with programmatic stream serialization may start while the
+// previous kernel in its stream still runs; grid_dependency_wait() blocks until that kernel has completed and its
+// memory is visible (a no-op in a kernel launched without the attribute). launch_dependents() lets the next
+// kernel be scheduled before this one ends.
+__device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+__device__ __forceinline__ void launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+
+// Orders this thread's generic-proxy global-memory accesses with its later async-proxy ones (TMA loads of data
+// another kernel wrote).
+__device__ __forceinline__ void fence_proxy_async_global() {
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
+
 // Orders this thread's generic-proxy shared-memory writes before later async-proxy reads (wgmma, TMA store).
 __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");

@@ -75,7 +75,11 @@ Status resident_clusters(const char* op, int* clusters) {
 }
 
 template <class Cfg, class Epilogue>
-Status launch(const char* op, const Operands& o, const typename Epilogue::Params& ep, cudaStream_t stream) {
+// `after_pdl_producer`: the previous kernel in the stream produced the weights and triggers its dependents early
+// (device::launch_dependents); this launch then overlaps that kernel's end with its own start, and its producer
+// waits for the weights (grid_dependency_wait) before loading any.
+Status launch(const char* op, const Operands& o, const typename Epilogue::Params& ep, cudaStream_t stream,
+              bool after_pdl_producer = false) {
   if (!supported<Cfg>(o)) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: operands outside the head-tiled GEMM's support", op);
   }
@@ -112,7 +116,8 @@ Status launch(const char* op, const Operands& o, const typename Epilogue::Params
   const int clusters = resident < g.units ? resident : g.units;
   const dim3 grid(static_cast<unsigned>(clusters), 1, Cfg::kClusterSize);
   return detail::launch_z_clusters(op, "head-tiled GEMM launch", kernel, grid, Cfg::kThreads, Cfg::kSmemBytes,
-                                   /*cluster=*/true, stream, a_map, w_map[0], w_map[1], w_map[2], g, ep);
+                                   /*cluster=*/true, after_pdl_producer, stream, a_map, w_map[0], w_map[1], w_map[2],
+                                   g, ep);
 }
 
 }  // namespace gk::head_gemm

@@ -120,6 +120,10 @@ __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, co
   device::tma_prefetch_descriptor(w0);
   device::tma_prefetch_descriptor(w1);
   device::tma_prefetch_descriptor(w2);
+  // Launched as a programmatic dependent of the kernel that wrote W (the tf32 weight rounding), this CTA may run
+  // before that kernel ends: wait for it, and order its writes before these TMA reads. A no-op otherwise.
+  device::grid_dependency_wait();
+  device::fence_proxy_async_global();
   const int cluster = blockIdx.x, clusters = gridDim.x;
   int it = 0;
   for (int u = cluster; u < g.units; u += clusters) {
