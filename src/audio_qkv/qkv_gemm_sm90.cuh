@@ -42,41 +42,6 @@ struct QkvGemmTraits {
   static_assert(QkvTile::kParkBytes <= size_t(kStages) * kStageBytes, "partials fit in the ring");
 };
 
-namespace qkv_detail {
-
-// kBytes of a landed stage (both tiles, one contiguous run from `start`; or the weight tile alone when the
-// activations arrive rounded) rounded in place by 128 threads, 16-byte chunks, all loads issued before the first
-// store: the rounding groups set the split kernel's pace (time stamps: the consumers finish right after the last
-// stage is rounded), and in batches of eight a stage took ~0.7 us, mostly two shared-memory round trips.
-template <uint32_t kBytes>
-__device__ __forceinline__ void round_stage(uint32_t start, int t) {
-  constexpr int kPer = kBytes / 16 / 128;
-  uint4 x[kPer];
-#pragma unroll
-  for (int j = 0; j < kPer; ++j) x[j] = device::ld_shared_v4(start + 16u * (t + 128 * j));
-  // Rounded four chunks (16 values) at a time, one finiteness check for each group.
-  static_assert(kPer % 4 == 0, "whole groups of four chunks");
-#pragma unroll
-  for (int j0 = 0; j0 < kPer; j0 += 4) {
-    uint32_t e[16];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      e[4 * j] = x[j0 + j].x;
-      e[4 * j + 1] = x[j0 + j].y;
-      e[4 * j + 2] = x[j0 + j].z;
-      e[4 * j + 3] = x[j0 + j].w;
-    }
-    device::round_tf32_for_mma(e);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      device::st_shared_v4(start + 16u * (t + 128 * (j0 + j)),
-                           make_uint4(e[4 * j], e[4 * j + 1], e[4 * j + 2], e[4 * j + 3]));
-    }
-  }
-}
-
-}  // namespace qkv_detail
-
 // kClusterSplit: K is split over the CTAs of a cluster along z (cluster size = gridDim.z), reduced through DSMEM.
 template <bool kClusterSplit>
 __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
@@ -84,7 +49,6 @@ __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
                           const __grid_constant__ CUtensorMap wk_map, const __grid_constant__ CUtensorMap wv_map,
                           const QkvGemmParams p) {
   using Tr = QkvGemmTraits;
-  using namespace qkv_detail;
   extern __shared__ unsigned char smem_raw[];
   const QkvRing<Tr> ring(smem_raw);  // ready = rounded
   const auto stage_a = [&](int s) { return ring.stage(s); };
@@ -117,10 +81,14 @@ __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
       for (int i = group; i < p.k_blocks; i += Tr::kRoundGroups) {
         const int s = i % Tr::kStages;
         device::mbar_wait(ring.full(s), (i / Tr::kStages) & 1);
+        // All of a stage's loads before any store (device::round_tf32_smem): the rounding groups pace the kernel
+        // (time stamps: the consumers finish right after the last stage is rounded); in batches of eight a stage
+        // took ~0.7 us, mostly two shared-memory round trips. With pre-rounded activations, the weights only.
+        constexpr int kPerA = Tr::kStageBytes / 16 / 128, kPerB = Tr::kTileBytes / 16 / 128;
         if (p.a_rounded) {
-          round_stage<Tr::kTileBytes>(stage_b(s), t);
+          device::round_tf32_smem<Tr::kTileBytes, 128, kPerB>(stage_b(s), t);
         } else {
-          round_stage<Tr::kStageBytes>(stage_a(s), t);
+          device::round_tf32_smem<Tr::kStageBytes, 128, kPerA>(stage_a(s), t);
         }
         device::fence_proxy_async_shared();
         device::mbar_arrive(ring.ready(s));

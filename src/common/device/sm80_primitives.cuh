@@ -129,6 +129,45 @@ __device__ __forceinline__ void round_tf32_for_mma(uint32_t (&x)[N]) {
   }
 }
 
+// kBytes of shared memory from `start` (16-byte aligned) rounded in place for the tensor cores by kThreads
+// threads (t: 0..kThreads-1), 16-byte chunks in batches of kBatch per thread: a batch's loads all go out before
+// its first store, and each group of four chunks (16 values) takes one finiteness check.
+template <uint32_t kBytes, int kThreads, int kBatch>
+__device__ __forceinline__ void round_tf32_smem(uint32_t start, int t) {
+  constexpr int kChunks = kBytes / 16, kPer = (kChunks + kThreads - 1) / kThreads;
+  constexpr bool kExact = kChunks % kThreads == 0 && kPer % kBatch == 0;  // no chunk past the end: no guards
+  static_assert(kBatch % 4 == 0, "whole groups of four chunks");
+#pragma unroll 1
+  for (int j0 = 0; j0 < kPer; j0 += kBatch) {
+    uint32_t e[4 * kBatch];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int c = t + kThreads * (j0 + j);
+      const uint4 v = kExact || c < kChunks ? ld_shared_v4(start + 16u * c) : make_uint4(0, 0, 0, 0);
+      e[4 * j] = v.x;
+      e[4 * j + 1] = v.y;
+      e[4 * j + 2] = v.z;
+      e[4 * j + 3] = v.w;
+    }
+#pragma unroll
+    for (int q = 0; q < kBatch / 4; ++q) {
+      uint32_t g[16];
+#pragma unroll
+      for (int i = 0; i < 16; ++i) g[i] = e[16 * q + i];
+      round_tf32_for_mma(g);
+#pragma unroll
+      for (int i = 0; i < 16; ++i) e[16 * q + i] = g[i];
+    }
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int c = t + kThreads * (j0 + j);
+      if (kExact || c < kChunks) {
+        st_shared_v4(start + 16u * c, make_uint4(e[4 * j], e[4 * j + 1], e[4 * j + 2], e[4 * j + 3]));
+      }
+    }
+  }
+}
+
 __device__ __forceinline__ float ex2_approx(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
