@@ -18,7 +18,8 @@ struct QkvGemmParams;
 Status launch_qkv_gemm_tf32(const QkvGemmParams& params, float* scratch, int64_t scratch_floats, cudaStream_t stream);
 
 // Which kernel runs the tf32 mode: cuBLASLt + the norm kernel, the split kernel (qkv_gemm_sm90.cuh: one head per
-// 128-row tile, K split over a cluster for small grids, operands rounded in shared memory) or the persistent
+// 128-row tile, K split over a cluster for small grids, the weights rounded in shared memory and the activations
+// by a pass before it, or both in shared memory when they do not fit the scratch) or the persistent
 // head-tiled GEMM (common/head_gemm: A rounded in registers, the weights from a rounded copy in the workspace).
 enum class Tf32Path { kCublas, kSplit, kPersistent };
 

@@ -57,9 +57,9 @@ __device__ __forceinline__ float small_part(float x, float big) {
 // One landed stage split by 96 threads: the raw A and B tiles (one contiguous 32 KB run; the split is elementwise,
 // so the swizzle carries over) become big in place and small kRawBytes further on. The splitters pace the kernel
 // (an instruction more per element made exact mode 7% slower; docs/perf-log.md v10), so loads go out kBatch
-// chunks at a time before any arithmetic, and a batch whose values are all finite and below the largest that
-// rounds to a finite tf32 (one NaN-propagating maximum) takes the bare integer rounding: 5 instructions per
-// element instead of 10.
+// chunks at a time before any arithmetic, and a batch whose values all lie below the smallest magnitude whose
+// rounding overflows to Inf (one NaN-propagating maximum; NaN and Inf fail it) takes the bare integer rounding:
+// 5 instructions per element instead of 10.
 __device__ __forceinline__ void split_stage(uint32_t stage, int t) {
   using Tr = Qkv3xTf32Traits;
   constexpr int kChunks = Tr::kRawBytes / 16;

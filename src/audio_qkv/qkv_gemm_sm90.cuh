@@ -6,7 +6,9 @@
 // shared-memory ring, keeping one K-block's group in flight and releasing stages through empty barriers; warp 16
 // issues TMA loads of each K-block (32 fp32 columns of 128 rows of hs and of the head's weight rows, 128-byte
 // swizzle) as soon as its stage is free; warpgroups 2 and 3 round alternate landed stages to nearest tf32 in place
-// and publish them on the stage's ready barrier (after a proxy fence: wgmma reads through the async proxy).
+// and publish them on the stage's ready barrier (after a proxy fence: wgmma reads through the async proxy). When
+// the activations arrive rounded (p.a_rounded: a pass before this kernel, which then launches as its programmatic
+// dependent), the rounding groups round only the weight tile.
 //
 // History (docs/perf-log.md): one producer warpgroup loading through registers and rounding on the way had one
 // K-block of loads in flight and ran at ~100 TFLOP/s; two such groups 148. TMA keeps the whole ring in flight;

@@ -19,8 +19,8 @@ using gk_test::GpuTest;
 TEST_F(GpuTest, SmallGraphCaptureMatchesEager) {
   gk_testkit::Gemma3Problem g({2, 77, 1024, 8, 2, 128, 50.f, 1e-6f, 1.f, 0.f, GK_MASK_CAUSAL});
   gk_testkit::AudioProblem a({2, 77, 1024, 8, 128, 1e-6f, GK_PRECISION_TF32});
-  // 2164 rows: the persistent kernel, a programmatic dependent of the weight rounding (a: the split kernel, one of
-  // the activations' rounding)
+  // a (154 rows) runs the split kernel as a programmatic dependent of the activations' rounding, a2 (2164 rows)
+  // the persistent kernel as one of the weights' rounding.
   gk_testkit::AudioProblem a2({1, 2164, 1024, 8, 128, 1e-6f, GK_PRECISION_TF32});
   gk_testkit::Gemma3Recipe gr;
   gr.seed = next_seed();
@@ -30,12 +30,29 @@ TEST_F(GpuTest, SmallGraphCaptureMatchesEager) {
   a.generate(ar, stream());
   ar.seed = next_seed();
   a2.generate(ar, stream());
+  // q|k|v of an audio problem, as raw bits.
+  const auto audio_bits = [&](const gk_testkit::AudioProblem& ap) {
+    const gk_audio_qkv_tensors t = ap.tensors();
+    const gk_audio_qkv_config& c = ap.config();
+    const size_t n = size_t(c.batch * c.seq_len * c.num_heads * c.head_dim);
+    std::vector<uint32_t> bits(3 * n);
+    const gk_tensor* outs[3] = {&t.query_states, &t.key_states, &t.value_states};
+    for (int o = 0; o < 3; ++o) {
+      EXPECT_EQ(cudaMemcpy(bits.data() + o * n, outs[o]->data, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    }
+    return bits;
+  };
   GK_ASSERT_OK(g.run(handle(), stream()));
+  GK_ASSERT_OK(a.run(handle(), stream()));
+  GK_ASSERT_OK(a2.run(handle(), stream()));
   const auto eager = g.output(stream());
+  const auto eager_a = audio_bits(a), eager_a2 = audio_bits(a2);
 
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   g.poison_output(stream());
+  a.poison_output(stream());
+  a2.poison_output(stream());
   ASSERT_EQ(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
   const gk::Status s1 = g.run(handle(), stream());
   const gk::Status s2 = a.run(handle(), stream());
@@ -52,6 +69,8 @@ TEST_F(GpuTest, SmallGraphCaptureMatchesEager) {
   int64_t differ = 0;
   for (size_t i = 0; i < eager.size(); ++i) differ += !(eager[i] == replay[i]);
   EXPECT_EQ(differ, 0);
+  EXPECT_TRUE(audio_bits(a) == eager_a) << "split tf32 path: replay differs from the eager call";
+  EXPECT_TRUE(audio_bits(a2) == eager_a2) << "persistent tf32 path: replay differs from the eager call";
   a.run_gpu_reference(stream());
   for (const auto& j : a.judge(0.002, 1e-5, stream())) EXPECT_TRUE(j.passed(0.99)) << j.summary(0.99);
   a2.run_gpu_reference(stream());

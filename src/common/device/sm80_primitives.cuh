@@ -76,10 +76,11 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a
 __device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 
 // x (fp32 bits) rounded to the nearest tf32, ties away from zero, as far as the tensor cores see it: they ignore
-// the low 13 bits, so adding half of the last kept bit is enough and the low bits are left as they fall. Inf stays
-// Inf (the add would make it NaN); NaN becomes the canonical NaN through a float add, because a NaN whose payload
-// lies only in the low 13 bits (0x7f800001..0x7f801fff) would otherwise read as Inf. cvt.rna.tf32.f32 has that
-// gap: on sm_90 it compiles to the same add and a mask of the low bits, and passes NaNs through unchanged.
+// the low 13 bits, so adding half of the last kept bit is enough and the low bits are left as they fall. Inf and
+// NaN skip the add (on a NaN with high payload bits it would carry into the sign: 0x7fffffff + 0x1000 reads as
+// -0) and go through a float add instead, which keeps Inf and makes every NaN the canonical one: a NaN whose
+// payload lies only in the low 13 bits (0x7f800001..0x7f801fff) would otherwise read as Inf. cvt.rna.tf32.f32 has
+// that gap: on sm_90 it compiles to the guarded add and a mask of the low bits, which turns such a NaN into Inf.
 __device__ __forceinline__ uint32_t round_tf32_for_mma(uint32_t x) {
   // In place on one register (b32 operands take both integer and float instructions), so ptxas emits three
   // instructions: the compare and two predicated adds.
@@ -134,6 +135,7 @@ __device__ __forceinline__ void round_tf32_for_mma(uint32_t (&x)[N]) {
 // its first store, and each group of four chunks (16 values) takes one finiteness check.
 template <uint32_t kBytes, int kThreads, int kBatch>
 __device__ __forceinline__ void round_tf32_smem(uint32_t start, int t) {
+  static_assert(kBytes % 16 == 0, "whole 16-byte chunks");
   constexpr int kChunks = kBytes / 16, kPer = (kChunks + kThreads - 1) / kThreads;
   constexpr bool kExact = kChunks % kThreads == 0 && kPer % kBatch == 0;  // no chunk past the end: no guards
   static_assert(kBatch % 4 == 0, "whole groups of four chunks");
