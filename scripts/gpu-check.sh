@@ -72,6 +72,9 @@ done
 # The split kernel rounding both operands in shared memory (by default the activations arrive pre-rounded).
 step "audio tests, tf32 path=split, activations rounded in smem" env GK_AUDIO_TF32_PATH=split GK_AUDIO_SPLIT_A=smem \
   "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Audio*tf32*:*AudioRounding*:*W054*' --gtest_brief=1
+# The 3xTF32 kernel splitting both operands in shared memory (by default the activations arrive split).
+step "audio tests, exact path=fused, activations split in smem" env GK_AUDIO_EXACT_PATH=fused GK_AUDIO_EXACT_A=smem \
+  "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Audio*exact*:*AudioExactVsFp32*' --gtest_brief=1
 for a in fused cublas; do
   step "audio tests, exact path=$a" env GK_AUDIO_EXACT_PATH=$a "$BUILD/bin/gk_gpu_tests" \
     --gtest_filter='*Audio*exact*:*AudioExactVsFp32*' --gtest_brief=1

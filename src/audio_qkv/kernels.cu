@@ -71,6 +71,32 @@ __global__ void __launch_bounds__(kRoundThreads)
   }
 }
 
+// dst[i] = big, dst[vec + i] = small (float4 units) of the 3xTF32 split of src[i] (device::round_tf32 and
+// device::tf32_small_part: the same values the kernel's own split gives), kRoundPer loads in flight per thread.
+__global__ void __launch_bounds__(kRoundThreads)
+    split_tf32_kernel(const float4* __restrict__ src, float4* __restrict__ dst, int64_t vec) {
+  device::launch_dependents();  // the 3xTF32 kernel reading dst is a programmatic dependent
+  for (int64_t base = int64_t(blockIdx.x) * kRoundSpan + threadIdx.x; base < vec;
+       base += int64_t(gridDim.x) * kRoundSpan) {
+    float4 v[kRoundPer];
+#pragma unroll
+    for (int j = 0; j < kRoundPer; ++j) {
+      const int64_t i = base + j * kRoundThreads;
+      v[j] = i < vec ? __ldg(src + i) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
+    for (int j = 0; j < kRoundPer; ++j) {
+      const int64_t i = base + j * kRoundThreads;
+      if (i >= vec) continue;
+      const float4 b = make_float4(device::round_tf32(v[j].x), device::round_tf32(v[j].y), device::round_tf32(v[j].z),
+                                   device::round_tf32(v[j].w));
+      dst[i] = b;
+      dst[vec + i] = make_float4(device::tf32_small_part(v[j].x, b.x), device::tf32_small_part(v[j].y, b.y),
+                                 device::tf32_small_part(v[j].z, b.z), device::tf32_small_part(v[j].w, b.w));
+    }
+  }
+}
+
 }  // namespace
 
 Status launch_round_tf32(const float* const* src, int count, float* dst, int64_t elems_each, cudaStream_t stream) {
@@ -88,6 +114,20 @@ Status launch_round_tf32(const float* const* src, int count, float* dst, int64_t
   round_tf32_kernel<<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(count)), kRoundThreads, 0,
                               stream>>>(v(0), v(1), v(2), reinterpret_cast<float4*>(dst), vec);
   return detail::check_launch(kOp, "tf32 rounding launch");
+}
+
+Status launch_split_tf32(const float* src, float* dst, int64_t elems, cudaStream_t stream) {
+  if (elems % 4 != 0) {
+    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: 3xTF32 split of %lld elements (whole float4s)", kOp,
+                         static_cast<long long>(elems));
+  }
+  int sms = 0;
+  GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
+  const int64_t vec = elems / 4;
+  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((vec + kRoundSpan - 1) / kRoundSpan, int64_t(sms) * 8));
+  split_tf32_kernel<<<static_cast<unsigned>(blocks), kRoundThreads, 0, stream>>>(
+      reinterpret_cast<const float4*>(src), reinterpret_cast<float4*>(dst), vec);
+  return detail::check_launch(kOp, "3xTF32 split launch");
 }
 
 Status launch_head_rmsnorm(float* x, const float* w, int64_t rows, int heads, int head_dim, float eps,

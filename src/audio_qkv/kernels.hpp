@@ -40,7 +40,14 @@ Status launch_round_tf32(const float* const* src, int count, float* dst, int64_t
 // tensor-core sums promoted into fp32 every K-block: qkv_gemm_3xtf32_sm90.cuh). Taken wherever the kernel can take
 // the shape; GK_AUDIO_EXACT_PATH=fused|cublas pins the choice (cublas: fp32 FMA GEMMs).
 Status qkv_gemm_exact_chosen(int64_t rows, int64_t hidden, int64_t heads, bool* fused);
-Status launch_qkv_gemm_3xtf32(const QkvGemmParams& params, cudaStream_t stream);
+// `scratch` (scratch_floats floats of workspace) takes the activations split into big and small parts (2 M x K),
+// so the kernel splits only the weights in shared memory, whenever they fit; GK_AUDIO_EXACT_A=smem splits both
+// in shared memory instead.
+Status launch_qkv_gemm_3xtf32(const QkvGemmParams& params, float* scratch, int64_t scratch_floats,
+                              cudaStream_t stream);
+// dst[0 .. elems) = the big parts of src, dst[elems .. 2 elems) = the small parts (the 3xTF32 split); the launch that
+// reads dst may be a programmatic dependent.
+Status launch_split_tf32(const float* src, float* dst, int64_t elems, cudaStream_t stream);
 
 // In place on x[rows, heads*128]: each head -> x / sqrt(mean(x^2) + eps) * w. (The operator runs one launch for
 // q and one for k, each beside the next projection GEMM.)

@@ -17,7 +17,8 @@ struct QkvGemmParams {
   float* v;
   int m, k_dim, heads;
   int k_blocks;  // K-blocks (32 columns) per CTA: K / 32 / split
-  int a_rounded;  // tf32 split kernel: `hidden` already holds tf32-rounded activations; only W is rounded in smem
+  int a_rounded;   // tf32 split kernel: `hidden` already holds tf32-rounded activations; only W is rounded in smem
+  int a_presplit;  // 3xTF32 kernel: `hidden` holds 2M rows, the big parts then the small ones; only W is split
   float eps;
 };
 

@@ -46,23 +46,17 @@ struct Qkv3xTf32Traits {
 
 namespace qkv3_detail {
 
-// x - big rounded; zero where big is not finite (Inf inputs, or finite ones whose rounding overflows), so an
-// infinite input gives an infinite product as in fp32 rather than Inf - Inf = NaN. Where big is finite, x - big is
-// exact and within half a tf32 ulp of big, so rounding it needs no Inf or NaN guard: the bare add and mask.
-__device__ __forceinline__ float small_part(float x, float big) {
-  const uint32_t d = __float_as_uint(x - big);
-  return isfinite(big) ? __uint_as_float((d + 0x1000u) & 0xffffe000u) : 0.f;
-}
-
-// One landed stage split by 96 threads: the raw A and B tiles (one contiguous 32 KB run; the split is elementwise,
-// so the swizzle carries over) become big in place and small kRawBytes further on. The splitters pace the kernel
+// kBytes of a landed stage from `start` split by 96 threads: the raw A and B tiles (one contiguous 32 KB run; the
+// split is elementwise, so the swizzle carries over), or the B tile alone when A arrives split, become big in place
+// and small kRawBytes further on. The splitters pace the kernel
 // (an instruction more per element made exact mode 7% slower; docs/perf-log.md v10), so loads go out kBatch
 // chunks at a time before any arithmetic, and a batch whose values all lie below the smallest magnitude whose
 // rounding overflows to Inf (one NaN-propagating maximum; NaN and Inf fail it) takes the bare integer rounding:
 // 5 instructions per element instead of 10.
+template <uint32_t kBytes>
 __device__ __forceinline__ void split_stage(uint32_t stage, int t) {
   using Tr = Qkv3xTf32Traits;
-  constexpr int kChunks = Tr::kRawBytes / 16;
+  constexpr int kChunks = kBytes / 16;
   constexpr int kPer = (kChunks + Tr::kSplitThreads - 1) / Tr::kSplitThreads;
   constexpr int kBatch = 4;
   constexpr uint32_t kMask = 0xffffe000u;
@@ -90,7 +84,7 @@ __device__ __forceinline__ void split_stage(uint32_t stage, int t) {
       for (int i = 0; i < 4 * kBatch; ++i) {
         const float b = device::round_tf32(__uint_as_float(x[i]));
         big[i] = __float_as_uint(b);
-        small[i] = __float_as_uint(small_part(__uint_as_float(x[i]), b));
+        small[i] = __float_as_uint(device::tf32_small_part(__uint_as_float(x[i]), b));
       }
     }
 #pragma unroll
@@ -132,7 +126,11 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
       // ---------------- TMA warp ----------------
       if (lane == 0) {
         const CUtensorMap* w_map = which == 0 ? &wq_map : (which == 1 ? &wk_map : &wv_map);
-        ring.load(&hs_map, w_map, kb0, p.k_blocks, m0, head * Tr::kBN);
+        // With the activations split beforehand this kernel is a programmatic dependent of that pass: wait for it
+        // (a no-op otherwise) and order its writes before these TMA reads. Their small parts are rows M.. 2M - 1.
+        device::grid_dependency_wait();
+        device::fence_proxy_async_global();
+        ring.load(&hs_map, w_map, kb0, p.k_blocks, m0, head * Tr::kBN, p.a_presplit ? p.m : -1);
       }
     } else {
       // ---------------- split warps ----------------
@@ -140,7 +138,11 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
       for (int i = 0; i < p.k_blocks; ++i) {
         const int s = i % Tr::kStages;
         device::mbar_wait(ring.full(s), (i / Tr::kStages) & 1);
-        qkv3_detail::split_stage(stage(s), t);
+        if (p.a_presplit) {
+          qkv3_detail::split_stage<Tr::kTileBytes>(stage(s) + Tr::kTileBytes, t);
+        } else {
+          qkv3_detail::split_stage<Tr::kRawBytes>(stage(s), t);
+        }
         device::fence_proxy_async_shared();  // wgmma reads through the async proxy
         device::mbar_arrive(ring.ready(s));
       }

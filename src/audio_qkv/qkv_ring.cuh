@@ -36,18 +36,21 @@ struct QkvRing {
   }
 
   // The TMA warp's loop (one lane): K-blocks kb0 .. kb0 + k_blocks - 1 of the activation rows from m0 and of the
-  // weight rows from n0, each into the next stage as soon as its previous use is consumed.
-  __device__ void load(const CUtensorMap* a_map, const CUtensorMap* w_map, int kb0, int k_blocks, int m0,
-                       int n0) const {
+  // weight rows from n0, each into the next stage as soon as its previous use is consumed. a_small_row >= 0: the
+  // activations arrive split for 3xTF32 (a_map holds the big parts, then from row a_small_row the small parts),
+  // and the small tile lands where the split would put it (kRawBytes past the big one).
+  __device__ void load(const CUtensorMap* a_map, const CUtensorMap* w_map, int kb0, int k_blocks, int m0, int n0,
+                       int a_small_row = -1) const {
     device::tma_prefetch_descriptor(a_map);
     device::tma_prefetch_descriptor(w_map);
     for (int i = 0; i < k_blocks; ++i) {
       const int s = i % Tr::kStages, round = i / Tr::kStages;
       const int col = (kb0 + i) * Tr::kBK;
       if (round > 0) device::mbar_wait(empty(s), (round - 1) & 1);
-      device::mbar_arrive_expect_tx(full(s), 2 * Tr::kTileBytes);
+      device::mbar_arrive_expect_tx(full(s), (a_small_row >= 0 ? 3 : 2) * Tr::kTileBytes);
       device::tma_load_2d(stage(s), a_map, full(s), col, m0);
       device::tma_load_2d(stage(s) + Tr::kTileBytes, w_map, full(s), col, n0);
+      if (a_small_row >= 0) device::tma_load_2d(stage(s) + 2 * Tr::kTileBytes, a_map, full(s), col, a_small_row + m0);
     }
   }
 };

@@ -102,6 +102,15 @@ __device__ __forceinline__ float round_tf32(float x) {
   return __uint_as_float(round_tf32_for_mma(__float_as_uint(x)) & 0xffffe000u);
 }
 
+// The 3xTF32 split's small part: x - big (big = round_tf32(x)) rounded to tf32; zero where big is not finite (Inf
+// inputs, or finite ones whose rounding overflows), so an infinite input gives an infinite product as in fp32
+// rather than Inf - Inf = NaN. Where big is finite, x - big is exact and within half a tf32 ulp of big, so rounding
+// it needs no Inf or NaN guard: the bare add and mask.
+__device__ __forceinline__ float tf32_small_part(float x, float big) {
+  const uint32_t d = __float_as_uint(x - big);
+  return isfinite(big) ? __uint_as_float((d + 0x1000u) & 0xffffe000u) : 0.f;
+}
+
 // The largest |x[i]| (fp32 bits), NaN if any element is NaN: a tree of NaN-propagating maxima (max.NaN), so one
 // compare of the result tells whether every element is finite.
 template <int N>
