@@ -48,6 +48,9 @@ Status launch_qkv_gemm_3xtf32(const QkvGemmParams& params, float* scratch, int64
 // dst[0 .. elems) = the big parts of src, dst[elems .. 2 elems) = the small parts (the 3xTF32 split); the launch that
 // reads dst may be a programmatic dependent.
 Status launch_split_tf32(const float* src, float* dst, int64_t elems, cudaStream_t stream);
+// The scratch the exact mode reserves for the split activations: 2 M K floats where the fused kernel can take
+// the shape and that stays within 256 MiB, else 0 (the kernel then splits both operands in shared memory).
+int64_t exact_split_scratch_floats(int64_t rows, int64_t hidden, int64_t heads);
 
 // In place on x[rows, heads*128]: each head -> x / sqrt(mean(x^2) + eps) * w. (The operator runs one launch for
 // q and one for k, each beside the next projection GEMM.)

@@ -65,6 +65,7 @@ struct Layout {
   // tf32 mode: the three weights rounded to tf32 for the persistent kernel, or the split kernel's activations
   float* rounded_w = nullptr;
   float* split_a = nullptr;  // exact mode: the activations' big and small tf32 parts (2 M x K) for the fused kernel
+  int64_t split_floats = 0;
   size_t bytes = 0;
 };
 
@@ -75,7 +76,8 @@ Layout carve(const AudioQkvConfig& c, void* base) {
   if (c.precision == GK_PRECISION_TF32) {
     l.rounded_w = w.take<float>(3 * c.num_heads * c.head_dim * c.hidden);
   } else {
-    l.split_a = w.take<float>(2 * c.batch * c.seq_len * c.hidden);
+    l.split_floats = audio::exact_split_scratch_floats(c.batch * c.seq_len, c.hidden, c.num_heads);
+    l.split_a = w.take<float>(l.split_floats);
   }
   l.bytes = w.bytes();
   return l;
@@ -150,7 +152,7 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
     p.eps = c.eps;
     if (tf32_path == audio::Tf32Path::kPersistent) return audio::launch_qkv_head_gemm_tf32(p, ws.rounded_w, stream);
     return c.precision == GK_PRECISION_TF32 ? audio::launch_qkv_gemm_tf32(p, ws.rounded_w, 3 * n * c.hidden, stream)
-                                            : audio::launch_qkv_gemm_3xtf32(p, ws.split_a, 2 * rows * c.hidden, stream);
+                                            : audio::launch_qkv_gemm_3xtf32(p, ws.split_a, ws.split_floats, stream);
   }
 
   const void* hidden = t.hidden_states.data;

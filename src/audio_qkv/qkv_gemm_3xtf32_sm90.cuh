@@ -11,7 +11,8 @@
 //
 // Tile and epilogue as in the tf32 kernel (qkv_gemm_sm90.cuh): a CTA computes one head of q, k or v for 128 rows,
 // warpgroups 0 and 1 consume 64 rows each; warpgroup 2 is warps 8-10 splitting each landed stage (raw fp32 ->
-// big in place + small beside it) and warp 11 issuing the TMA loads. Registers move from warpgroup 2 to the
+// big in place + small beside it; only the weight tile when the activations arrive split by a pass before the
+// kernel, p.a_presplit) and warp 11 issuing the TMA loads. Registers move from warpgroup 2 to the
 // consumers (setmaxnreg), which hold the total and two block accumulators (one in flight, one being promoted).
 // (The register budget is exact: 384 x 168 at launch = 128 x 56 + 256 x 224 after the moves.)
 #pragma once
@@ -46,7 +47,7 @@ struct Qkv3xTf32Traits {
 
 namespace qkv3_detail {
 
-// kBytes of a landed stage from `start` split by 96 threads: the raw A and B tiles (one contiguous 32 KB run; the
+// kBytes of a landed stage from `stage` split by 96 threads: the raw A and B tiles (one contiguous 32 KB run; the
 // split is elementwise, so the swizzle carries over), or the B tile alone when A arrives split, become big in place
 // and small kRawBytes further on. The splitters pace the kernel
 // (an instruction more per element made exact mode 7% slower; docs/perf-log.md v10), so loads go out kBatch

@@ -36,7 +36,8 @@ struct Maps {
   CUtensorMap hs, wq, wk, wv;
 };
 
-// hs [M, K] and each weight [H*128, K] as 32-column x 128-row fp32 boxes; rows past M read as zeros.
+// hs [M, K] (or the split activations, [2M, K]) and each weight [H*128, K] as 32-column x 128-row fp32 boxes; rows
+// past the end read as zeros.
 Status encode_maps(const QkvGemmParams& p, Maps* maps) {
   using Tr = QkvGemmTraits;
   const uint64_t k = uint64_t(p.k_dim), stride[1] = {k * 4};
@@ -211,11 +212,19 @@ Status qkv_gemm_exact_chosen(int64_t rows, int64_t hidden, int64_t heads, bool* 
   return Status::Ok();
 }
 
+int64_t exact_split_scratch_floats(int64_t rows, int64_t hidden, int64_t heads) {
+  // At most 256 MiB (M x K up to 32 Mi floats, M = 32768 at K = 1024): beyond, the kernel splits both operands in
+  // shared memory rather than the call asking for twice its input again as workspace.
+  constexpr int64_t kMaxFloats = int64_t(64) << 20;
+  const int64_t floats = 2 * rows * hidden;
+  return supported(rows, hidden, heads) && floats <= kMaxFloats ? floats : 0;
+}
+
 Status launch_qkv_gemm_3xtf32(const QkvGemmParams& params, float* scratch, int64_t scratch_floats,
                               cudaStream_t stream) {
-  // The splitter warps pace the 3xTF32 kernel; with the activations split beforehand (one pass over M x K,
-  // overlapped with the kernel's start through a programmatic launch) they split only the weight tile: 23% faster
-  // over the suite (docs/perf-log.md v10).
+  // The splitter warps pace the 3xTF32 kernel; with the activations split beforehand (one pass over M x K; the
+  // programmatic launch hides the launch gap between the two) they split only the weight tile: 23% faster over
+  // the suite (docs/perf-log.md v10.6).
   enum { kPresplit = 0, kSmem = 1 };  // the choices' indices
   static const int forced = detail::env_choice("GK_AUDIO_EXACT_A", {"presplit", "smem"});
   if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_EXACT_A", "presplit|smem");

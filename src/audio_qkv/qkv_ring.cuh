@@ -1,6 +1,7 @@
 // The shared-memory ring both fused audio QKV kernels (tf32 and 3xTF32) run on: kStages stages of kStageBytes
 // from a 1024-byte aligned base (128-byte swizzle atoms), each holding one K-block's activation tile and,
-// kTileBytes further, its weight tile as TMA lands them; then three mbarriers per stage: full (TMA landed), ready
+// kTileBytes further, its weight tile as TMA lands them (3xTF32 with split activations: also the activations' small
+// tile, 2 kTileBytes in); then three mbarriers per stage: full (TMA landed), ready
 // (prepared for the tensor cores: rounded in place, or split into big and small parts), empty (consumed).
 #pragma once
 

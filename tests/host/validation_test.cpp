@@ -291,6 +291,25 @@ TEST(AudioRejects, NullArgumentsAndWorkspace) {
   EXPECT_STREQ(gk_last_error_message(), "audio_qkv: handle is null");
 }
 
+// Exact mode reserves the split activations (8 B*S*hidden bytes) up to 256 MiB, and nothing for them beyond.
+TEST(AudioWorkspace, ExactModeSplitScratchIsBounded) {
+  AudioCall call;
+  call.c.precision = GK_PRECISION_EXACT;
+  call.c.batch = 1;
+  const auto need = [&](int64_t rows) {
+    call.c.seq_len = rows;
+    size_t bytes = 0;
+    EXPECT_EQ(gk_audio_qkv_workspace_size(&call.c, &bytes), GK_STATUS_SUCCESS) << gk_last_error_message();
+    return bytes;
+  };
+  const int64_t k = call.c.hidden;
+  const size_t small = need(1024), large = need(2048);
+  EXPECT_EQ(large - small, size_t(8 * 1024 * k));  // both multiples of the 256-byte carve alignment here
+  const int64_t cap_rows = (int64_t(32) << 20) / k;
+  EXPECT_EQ(need(cap_rows) - small, size_t(8 * (cap_rows - 1024) * k));
+  EXPECT_LT(need(cap_rows + 1), small);  // past the bound only the GEMM workspace remains
+}
+
 TEST(PublicApi, TensorHelperAndStatusStrings) {
   const int64_t shape[3] = {2, 3, 4};
   const gk_tensor t = gk_tensor_contiguous(fake_ptr(1), GK_DTYPE_BF16, 3, shape);
