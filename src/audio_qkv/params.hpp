@@ -17,8 +17,9 @@ struct QkvGemmParams {
   float* v;
   int m, k_dim, heads;
   int k_blocks;  // K-blocks (32 columns) per CTA: K / 32 / split
-  int a_rounded;   // tf32 split kernel: `hidden` already holds tf32-rounded activations; only W is rounded in smem
-  int a_presplit;  // 3xTF32 kernel: `hidden` holds 2M rows, the big parts then the small ones; only W is split
+  // `hidden` holds the activations already prepared for the tensor cores by a pass before the kernel (tf32:
+  // rounded; 3xTF32: the big parts, then from row M the small ones); the kernel prepares only the weight tile.
+  int a_prepared;
   float eps;
 };
 

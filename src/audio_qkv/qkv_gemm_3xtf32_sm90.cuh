@@ -12,7 +12,7 @@
 // Tile and epilogue as in the tf32 kernel (qkv_gemm_sm90.cuh): a CTA computes one head of q, k or v for 128 rows,
 // warpgroups 0 and 1 consume 64 rows each; warpgroup 2 is warps 8-10 splitting each landed stage (raw fp32 ->
 // big in place + small beside it; only the weight tile when the activations arrive split by a pass before the
-// kernel, p.a_presplit) and warp 11 issuing the TMA loads. Registers move from warpgroup 2 to the
+// kernel, p.a_prepared) and warp 11 issuing the TMA loads. Registers move from warpgroup 2 to the
 // consumers (setmaxnreg), which hold the total and two block accumulators (one in flight, one being promoted).
 // (The register budget is exact: 384 x 168 at launch = 128 x 56 + 256 x 224 after the moves.)
 #pragma once
@@ -34,6 +34,7 @@ struct Qkv3xTf32Traits {
   static constexpr int kSplitThreads = 96;                // warps 8-10
   static constexpr uint32_t kTileBytes = kBM * kBK * 4;   // 16 KB (kBN == kBM)
   static constexpr uint32_t kRawBytes = 2 * kTileBytes;   // A then B, as TMA lands them; big after the split
+  static constexpr int kAParts = 2;                       // activation rows a preparing pass writes per row
   static constexpr uint32_t kStageBytes = 2 * kRawBytes;  // + A small, B small at the same offsets
   static constexpr int kConsumerWarps = 8;
   static constexpr size_t kSmemBytes = 1024 + size_t(kStages) * kStageBytes + 3 * 8 * kStages;
@@ -131,7 +132,7 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
         // (a no-op otherwise) and order its writes before these TMA reads. Their small parts are rows M.. 2M - 1.
         device::grid_dependency_wait();
         device::fence_proxy_async_global();
-        ring.load(&hs_map, w_map, kb0, p.k_blocks, m0, head * Tr::kBN, p.a_presplit ? p.m : -1);
+        ring.load(&hs_map, w_map, kb0, p.k_blocks, m0, head * Tr::kBN, p.a_prepared ? p.m : -1);
       }
     } else {
       // ---------------- split warps ----------------
@@ -139,7 +140,7 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
       for (int i = 0; i < p.k_blocks; ++i) {
         const int s = i % Tr::kStages;
         device::mbar_wait(ring.full(s), (i / Tr::kStages) & 1);
-        if (p.a_presplit) {
+        if (p.a_prepared) {
           qkv3_detail::split_stage<Tr::kTileBytes>(stage(s) + Tr::kTileBytes, t);
         } else {
           qkv3_detail::split_stage<Tr::kRawBytes>(stage(s), t);

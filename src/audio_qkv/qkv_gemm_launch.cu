@@ -36,15 +36,12 @@ struct Maps {
   CUtensorMap hs, wq, wk, wv;
 };
 
-// hs [M, K] (or the split activations, [2M, K]) and each weight [H*128, K] as 32-column x 128-row fp32 boxes; rows
-// past the end read as zeros.
-Status encode_maps(const QkvGemmParams& p, Maps* maps) {
+// hs [hs_rows, K] (M, or 2M for the split activations) and each weight [H*128, K] as 32-column x 128-row fp32
+// boxes; rows past the end read as zeros.
+Status encode_maps(const QkvGemmParams& p, uint64_t hs_rows, Maps* maps) {
   using Tr = QkvGemmTraits;
   const uint64_t k = uint64_t(p.k_dim), stride[1] = {k * 4};
   const uint32_t box[2] = {Tr::kBK, Tr::kBM};
-  // Split activations: the big parts' M rows, then the small parts' (rows past M of the last row tile then read
-  // small parts rather than zeros; their rows are independent of the stored ones and never stored).
-  const uint64_t hs_rows = uint64_t(p.m) * (p.a_presplit ? 2 : 1);
   const uint64_t hs_dims[2] = {k, hs_rows}, w_dims[2] = {k, uint64_t(p.heads) * Tr::kBN};
   constexpr auto kF32 = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &maps->hs, kF32, 2, p.hidden, hs_dims, stride, box));
@@ -80,7 +77,9 @@ Status launch_fused(const QkvGemmParams& params, std::initializer_list<int> spli
   p.k_blocks = k_blocks / split;
   const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
   Maps maps;
-  GK_RETURN_IF_ERROR(encode_maps(p, &maps));
+  // Split activations: the big parts' M rows, then the small parts' (rows past M of the last row tile then read
+  // small parts rather than zeros; their rows are independent of the stored ones and never stored).
+  GK_RETURN_IF_ERROR(encode_maps(p, uint64_t(p.m) * (p.a_prepared ? Tr::kAParts : 1), &maps));
   const auto go = [&](auto kernel, bool cluster) {
     return detail::launch_z_clusters(kOp, "fused QKV kernel launch", kernel, grid, Tr::kThreads, Tr::kSmemBytes,
                                      cluster, programmatic, stream, maps.hs, maps.wq, maps.wk, maps.wv, p);
@@ -181,24 +180,37 @@ Status launch_qkv_head_gemm_tf32(const QkvGemmParams& p, float* rounded_w, cudaS
                                                      /*after_pdl_producer=*/true);
 }
 
+namespace {
+
+// The fused kernel with its activations first prepared into `scratch` by `prepare(hidden, scratch, M * K)`
+// (Tr::kAParts x M x K floats; the kernel then launches as the pass's programmatic dependent and prepares only the
+// weight tile), or, when `in_smem` or they do not fit, both operands prepared in shared memory.
+template <class Tr, template <bool> class Kernel, class Prepare>
+Status launch_fused_prepared(const QkvGemmParams& params, bool in_smem, float* scratch, int64_t scratch_floats,
+                             const Prepare& prepare, cudaStream_t stream) {
+  const int64_t a_floats = int64_t(params.m) * params.k_dim;
+  if (in_smem || Tr::kAParts * a_floats > scratch_floats) {
+    return launch_fused<Tr, Kernel>(params, {4, 2}, /*programmatic=*/false, stream);
+  }
+  GK_RETURN_IF_ERROR(prepare(params.hidden, scratch, a_floats));
+  QkvGemmParams p = params;
+  p.hidden = scratch;
+  p.a_prepared = 1;
+  return launch_fused<Tr, Kernel>(p, {4, 2}, /*programmatic=*/true, stream);
+}
+
+}  // namespace
+
 Status launch_qkv_gemm_tf32(const QkvGemmParams& params, float* scratch, int64_t scratch_floats, cudaStream_t stream) {
-  // The rounding groups pace the split kernel; with the activations rounded beforehand (one pass over M x K,
-  // overlapped with the kernel's start through a programmatic launch) they round only the weight tile, half of
-  // each stage's shared-memory round trip: 1.0-3.1 us faster at M = 256..586, equal at M = 128
-  // (docs/perf-log.md v10).
+  // The rounding groups pace the split kernel; with the activations rounded beforehand they round only the weight
+  // tile, half of each stage's shared-memory round trip: 1.0-3.1 us faster at M = 256..586, equal at M = 128
+  // (docs/perf-log.md v10.5).
   enum { kSmem = 0, kPrerounded = 1 };  // the choices' indices
   static const int forced = detail::env_choice("GK_AUDIO_SPLIT_A", {"smem", "prerounded"});
   if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_SPLIT_A", "smem|prerounded");
-  const int64_t a_floats = int64_t(params.m) * params.k_dim;
-  if (forced == kSmem || a_floats > scratch_floats) {
-    return launch_fused<QkvGemmTraits, Tf32Kernel>(params, {4, 2}, /*programmatic=*/false, stream);
-  }
-  const float* const src[1] = {params.hidden};
-  GK_RETURN_IF_ERROR(launch_round_tf32(src, 1, scratch, a_floats, stream));
-  QkvGemmParams p = params;
-  p.hidden = scratch;
-  p.a_rounded = 1;
-  return launch_fused<QkvGemmTraits, Tf32Kernel>(p, {4, 2}, /*programmatic=*/true, stream);
+  const auto round = [&](const float* a, float* dst, int64_t n) { return launch_round_tf32(&a, 1, dst, n, stream); };
+  return launch_fused_prepared<QkvGemmTraits, Tf32Kernel>(params, forced == kSmem, scratch, scratch_floats, round,
+                                                          stream);
 }
 
 Status qkv_gemm_exact_chosen(int64_t rows, int64_t hidden, int64_t heads, bool* fused) {
@@ -222,21 +234,14 @@ int64_t exact_split_scratch_floats(int64_t rows, int64_t hidden, int64_t heads) 
 
 Status launch_qkv_gemm_3xtf32(const QkvGemmParams& params, float* scratch, int64_t scratch_floats,
                               cudaStream_t stream) {
-  // The splitter warps pace the 3xTF32 kernel; with the activations split beforehand (one pass over M x K; the
-  // programmatic launch hides the launch gap between the two) they split only the weight tile: 23% faster over
-  // the suite (docs/perf-log.md v10.6).
+  // The splitter warps pace the 3xTF32 kernel; with the activations split beforehand they split only the weight
+  // tile: 23% faster over the suite (docs/perf-log.md v10.6).
   enum { kPresplit = 0, kSmem = 1 };  // the choices' indices
   static const int forced = detail::env_choice("GK_AUDIO_EXACT_A", {"presplit", "smem"});
   if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_EXACT_A", "presplit|smem");
-  const int64_t a_floats = int64_t(params.m) * params.k_dim;
-  if (forced == kSmem || scratch == nullptr || 2 * a_floats > scratch_floats) {
-    return launch_fused<Qkv3xTf32Traits, ThreeTf32Kernel>(params, {4, 2}, /*programmatic=*/false, stream);
-  }
-  GK_RETURN_IF_ERROR(launch_split_tf32(params.hidden, scratch, a_floats, stream));
-  QkvGemmParams p = params;
-  p.hidden = scratch;
-  p.a_presplit = 1;
-  return launch_fused<Qkv3xTf32Traits, ThreeTf32Kernel>(p, {4, 2}, /*programmatic=*/true, stream);
+  const auto split = [&](const float* a, float* dst, int64_t n) { return launch_split_tf32(a, dst, n, stream); };
+  return launch_fused_prepared<Qkv3xTf32Traits, ThreeTf32Kernel>(params, forced == kSmem, scratch, scratch_floats,
+                                                                 split, stream);
 }
 
 }  // namespace gk::audio

@@ -7,7 +7,7 @@
 // issues TMA loads of each K-block (32 fp32 columns of 128 rows of hs and of the head's weight rows, 128-byte
 // swizzle) as soon as its stage is free; warpgroups 2 and 3 round alternate landed stages to nearest tf32 in place
 // and publish them on the stage's ready barrier (after a proxy fence: wgmma reads through the async proxy). When
-// the activations arrive rounded (p.a_rounded: a pass before this kernel, which then launches as its programmatic
+// the activations arrive rounded (p.a_prepared: a pass before this kernel, which then launches as its programmatic
 // dependent), the rounding groups round only the weight tile.
 //
 // History (docs/perf-log.md): one producer warpgroup loading through registers and rounding on the way had one
@@ -36,6 +36,7 @@ struct QkvGemmTraits {
   static constexpr int kRoundGroups = 2;  // warpgroups 2, 3: group g rounds stages g, g + 2, g + 4
   static constexpr int kThreads = 128 * (2 + kRoundGroups) + 32;  // + the TMA warp
   static constexpr uint32_t kTileBytes = kBM * kBK * 4;  // 16 KB (kBN == kBM)
+  static constexpr int kAParts = 1;                       // activation rows a preparing pass writes per row
   static constexpr uint32_t kStageBytes = 2 * kTileBytes;
   static constexpr int kConsumerWarps = 8;
   static constexpr size_t kSmemBytes = 1024 + size_t(kStages) * kStageBytes + 3 * 8 * kStages;
@@ -87,7 +88,7 @@ __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
         // (time stamps: the consumers finish right after the last stage is rounded); in batches of eight a stage
         // took ~0.7 us, mostly two shared-memory round trips. With pre-rounded activations, the weights only.
         constexpr int kPerA = Tr::kStageBytes / 16 / 128, kPerB = Tr::kTileBytes / 16 / 128;
-        if (p.a_rounded) {
+        if (p.a_prepared) {
           device::round_tf32_smem<Tr::kTileBytes, 128, kPerB>(stage_b(s), t);
         } else {
           device::round_tf32_smem<Tr::kStageBytes, 128, kPerA>(stage_a(s), t);
