@@ -60,6 +60,9 @@ done
 # The Hopper attention kernel with the GQA tails kept one tile per head (packed where the shape allows, by default).
 step "gemma3 tests, attention=wgmma tail=separate" env GK_ATTENTION_KERNEL=wgmma GK_ATTENTION_TAIL=separate \
   "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Gemma3*:*W047*:GpuTest.*' --gtest_brief=1
+# The Hopper attention kernel's output tiles by 16-byte stores instead of TMA stores.
+step "gemma3 tests, attention=wgmma store=direct" env GK_ATTENTION_KERNEL=wgmma GK_ATTENTION_STORE=direct \
+  "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Gemma3*:*W047*:GpuTest.*' --gtest_brief=1
 # fused: the fused kernels (the O projection too); split / persistent: one fused kernel on every shape it takes.
 for pp in fused cublas split persistent; do
   step "gemma3 tests, projections=$pp" env GK_PROJ_PATH=$pp "$BUILD/bin/gk_gpu_tests" \

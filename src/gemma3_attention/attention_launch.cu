@@ -52,6 +52,12 @@ int forced_tail() {
   return c;
 }
 
+// GK_ATTENTION_STORE=tma|direct pins how the Hopper kernel's output tiles leave shared memory (tests run both).
+int forced_store() {
+  static const int c = detail::env_choice("GK_ATTENTION_STORE", {"tma", "direct"});
+  return c;
+}
+
 // Work tiles of `block_m` query rows: one per (query block, batch, query head), except that packed GQA tails
 // (p.tail_rows > 0) take one tile per (batch, kv head) for the last query block.
 int64_t tile_count(const AttentionParams& p, int block_m) {
@@ -114,6 +120,9 @@ bool sm90_layout(const AttentionParams& p, Sm90Columns* cols) {
                       p.o_head_stride % 8 == 0 && p.o_batch_stride % 8 == 0;
   cols->k_col = static_cast<int>(k_col);
   cols->v_col = static_cast<int>(v_col);
+  // TMA stores of whole 64 x 64 boxes: heads of 128 contiguous elements, 16-byte aligned rows.
+  cols->o_tma = p.o_head_stride == 128 && p.o_token_stride >= int64_t(p.num_q_heads) * 128 &&
+                forced_store() != 1;
   return packed;
 }
 
@@ -125,8 +134,17 @@ Status launch_wgmma(AttentionParams p, const Sm90Columns& cols, cudaStream_t str
   // Packing turns group_size tiles that each sweep every key tile into one (B = 4, S = 2053: 5 rows per head).
   p.tail_rows = tail == 1 ? 0 : packed_tail_rows(p.seq_len, p.group_size, Tr::kBlockM);
   p.tail_inv = tail_reciprocal(p.tail_rows);
-  CUtensorMap map, tail_map;
+  if (forced_store() == detail::kEnvInvalid) return detail::env_error(kOp, "GK_ATTENTION_STORE", "tma|direct");
+  CUtensorMap map, tail_map, out_map{};
   GK_RETURN_IF_ERROR(encode_qkv_map(p, Tr::kBoxRows, &map));
+  if (cols.o_tma) {
+    // The output as [B][S][Hq * 128] in boxes of 64 columns x 64 rows (one consumer warpgroup's half tile).
+    const uint64_t dims[3] = {uint64_t(p.num_q_heads) * 128, uint64_t(p.seq_len), uint64_t(p.batch)};
+    const uint64_t strides[2] = {uint64_t(p.o_token_stride) * 2, uint64_t(p.o_batch_stride) * 2};
+    const uint32_t box[3] = {64, 64, 1};
+    GK_RETURN_IF_ERROR(
+        detail::encode_tiled_map(kOp, &out_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, p.o, dims, strides, box));
+  }
   tail_map = map;
   if (p.tail_rows > 0) GK_RETURN_IF_ERROR(encode_qkv_map(p, static_cast<uint32_t>(p.tail_rows), &tail_map));
   auto kernel = attention_sm90_kernel<kSoftcap, kMask>;
@@ -136,7 +154,7 @@ Status launch_wgmma(AttentionParams p, const Sm90Columns& cols, cudaStream_t str
   int sms = 0;
   GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
   blocks = std::min(blocks, static_cast<unsigned>(sms));
-  kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(map, tail_map, p, cols);
+  kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(map, tail_map, out_map, p, cols);
   return detail::check_launch(kOp, "attention sm90 kernel launch");
 }
 

@@ -53,30 +53,50 @@ struct Sm90Traits {
 struct Sm90Columns {
   int k_col;
   int v_col;
+  bool o_tma;  // the output's heads are contiguous 128-element rows: whole tiles leave by TMA stores (out_map)
 };
 
-// A consumer warpgroup's 64 output rows, normalized and rounded to bf16, go through shared memory so the global
-// stores are whole 256-byte rows of 16-byte pieces: written straight from the accumulator layout, each quad
-// covered only 16 bytes of a row per store and half of every 32-byte sector went unused (ncu: 50% excess
-// sectors). Staging rows are 256 bytes with their 16-byte chunks XOR-swizzled by row, which keeps both the
-// fragment writes and the row reads free of bank conflicts. Named barrier 3 + half guards the buffer (the first
-// wait also covers the previous work tile's reads).
+// A consumer warpgroup's 64 output rows, normalized and rounded to bf16, go through shared memory: written
+// straight from the accumulator layout, each quad covered only 16 bytes of a row per store and half of every
+// 32-byte sector went unused (ncu: 50% excess sectors). The staging buffer holds two boxes of 64 rows x 64
+// columns (128 bytes a row) in the TMA's 128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r % 8)), which
+// also keeps the fragment writes and the row reads free of bank conflicts. An ordinary tile then leaves as two
+// TMA stores issued by one thread, so the warpgroup goes on to its next tile instead of issuing 8 loads and
+// stores a thread; a packed GQA tail (rows of several heads) leaves by 16-byte stores. Named barrier 3 + half
+// guards the buffer: its first wait also covers the previous tile's reads (the issuing thread waits for its bulk
+// stores to have read the buffer before arriving).
 template <int kDTiles>
 __device__ __forceinline__ void store_output_staged(const float (&acc_o)[kDTiles][4], const OnlineSoftmax& softmax,
-                                                    const AttentionParams& p, const TileCoord& tc, uint32_t stage,
+                                                    const AttentionParams& p, const TileCoord& tc,
+                                                    const CUtensorMap* out_map, bool o_tma, uint32_t stage,
                                                     int half) {
+  static_assert(kDTiles == 16, "two 64-column boxes");
+  constexpr uint32_t kBoxBytes = 64 * 128;
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32, g = lane >> 2, q = lane & 3;
   float inv_l[2];
   softmax.finalize(inv_l);
+  if (t == 0) device::bulk_wait_read();
   device::named_barrier_sync(3 + half, 128);
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
     const int r = warp * 16 + g + 8 * hh;
 #pragma unroll
     for (int dt = 0; dt < kDTiles; ++dt) {
-      const uint32_t addr = stage + r * 256 + ((dt ^ (r & 7)) << 4) + q * 4;
+      const uint32_t addr = stage + (dt / 8) * kBoxBytes + r * 128 + (((dt % 8) ^ (r & 7)) << 4) + q * 4;
       device::st_shared_b32(addr, device::pack_bf16x2(acc_o[dt][2 * hh] * inv_l[hh], acc_o[dt][2 * hh + 1] * inv_l[hh]));
     }
+  }
+  if (o_tma && tc.tail_rows == 0) {
+    device::fence_proxy_async_shared();  // the writes above, before the TMA unit reads them
+    device::named_barrier_sync(3 + half, 128);
+    if (t == 0) {
+      // Rows past the sequence end fall outside the tensor map and are not written.
+      const int col = tc.h * 128, row = tc.m0 + half * 64;
+      device::tma_store_3d(out_map, stage, col, row, tc.b);
+      device::tma_store_3d(out_map, stage + kBoxBytes, col + 64, row, tc.b);
+      device::bulk_commit_group();
+    }
+    return;
   }
   device::named_barrier_sync(3 + half, 128);
   __nv_bfloat16* o = p.o + tc.b * p.o_batch_stride;
@@ -85,7 +105,7 @@ __device__ __forceinline__ void store_output_staged(const float (&acc_o)[kDTiles
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const int id = i * 128 + t, r = id / 16, c = id % 16;
-    const uint4 v = device::ld_shared_v4(stage + r * 256 + ((c ^ (r & 7)) << 4));
+    const uint4 v = device::ld_shared_v4(stage + (c / 8) * kBoxBytes + r * 128 + (((c % 8) ^ (r & 7)) << 4));
     int head, pos;
     row_of(tc, half * 64 + r, &head, &pos);
     if (pos < p.seq_len && half * 64 + r < rows) {
@@ -97,7 +117,8 @@ __device__ __forceinline__ void store_output_staged(const float (&acc_o)[kDTiles
 template <bool kSoftcap, MaskMode kMask>
 __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     attention_sm90_kernel(const __grid_constant__ CUtensorMap qkv_map, const __grid_constant__ CUtensorMap tail_map,
-                          const AttentionParams p, const Sm90Columns cols) {
+                          const __grid_constant__ CUtensorMap out_map, const AttentionParams p,
+                          const Sm90Columns cols) {
   using Tr = Sm90Traits;
   constexpr int kNTiles = Tr::kBlockN / 8;   // 16 n8 tiles of scores
   constexpr int kDTiles = Tr::kHeadDim / 8;  // 16 n8 tiles of output
@@ -324,9 +345,11 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     device::fence_accumulators(acc_o);
     release(v_empty(stage(g0 + n_blocks - 1)));
 
-    store_output_staged(acc_o, softmax, p, tc, s_o + half_block * Tr::kOutBytes, half_block);
+    store_output_staged(acc_o, softmax, p, tc, &out_map, cols.o_tma, s_o + half_block * Tr::kOutBytes, half_block);
     g0 += n_blocks;
   }
+  // The last tile's TMA stores read this CTA's shared memory: they finish before it exits.
+  if (threadIdx.x % 128 == 0) device::bulk_wait_all();
 }
 
 }  // namespace gk::gemma3
