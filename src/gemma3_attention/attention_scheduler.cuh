@@ -118,6 +118,10 @@ __device__ __forceinline__ KeyTile key_tile(const TileCoord& t, int i, int half)
     // A packed tail's positions all lie in the block's first 64 rows (tail_rows <= 40).
     const int h = t.tail_rows > 0 ? 0 : half;
     return {static_cast<int>(e >> 4) * kBlockN, (e >> (2 * h)) & 3u};
+  } else if constexpr (kMask == MaskMode::kCausal) {
+    // The diagonal tile first: the consumers' peeled first step is then the only one with masked keys, and a
+    // warpgroup whose rows end before the tile's 65th key takes only its first 64 (attention_sm90.cuh).
+    return {(i == 0 ? t.n_blocks - 1 : i - 1) * kBlockN, kMaskNone};
   } else {
     return {i * kBlockN, kMaskNone};
   }

@@ -252,6 +252,8 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     }
     device::wgmma_commit();
   };
+  // The first 8 n8 tiles of the scores (a half-width softmax below).
+  auto& acc_s_half = reinterpret_cast<float(&)[kNTiles / 2][4]>(acc_s);
   const auto issue_pv = [&](int g) {
     const uint64_t v_tile = desc_at(v_desc, stage(g) * Tr::kTileBytes);
     device::mbar_wait(v_full(stage(g)), parity(g));
@@ -309,6 +311,12 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     for (int i = 0; i < kDTiles; ++i) acc_o[i][0] = acc_o[i][1] = acc_o[i][2] = acc_o[i][3] = 0.f;
 
     const KeyTile first = key(0);
+    // Causal mode starts with the diagonal tile. Its keys past the 64th lie right of the diagonal for every row of
+    // the block's first half (and of a packed tail: tail_rows <= 40), so the first consumer warpgroup's softmax
+    // takes the tile's first 64 keys only (half its special-function work there) and gives the rest probability 0.
+    // The wgmma stay full width: a 64-key Q K^T for one warpgroup made ptxas serialize every wgmma of the kernel
+    // (C7515), as did skipping half of its P*V (C7511).
+    const bool half_keys = kMask == MaskMode::kCausal && half_block == 0;
     device::named_barrier_sync(my_turn, kSchedThreads);
     issue_qk(g0);
     device::named_barrier_arrive(other_turn, kSchedThreads);
@@ -316,9 +324,18 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     device::fence_accumulators(acc_s);
     after_qk(0);
     float alpha[2];
-    logits(first);
-    softmax.exponentiate(acc_s, alpha, scale);  // the output is still zero: nothing to rescale
-    pack_p(acc_s, p_frag);
+    if (half_keys) {
+      scores_to_logits<kSoftcap, kMask, kNTiles / 2>(acc_s_half, p, tc.b, mask_rows, rows, first.n0, lane, true,
+                                                     first.mask);
+      softmax.exponentiate(acc_s_half, alpha, scale);  // the output is still zero: nothing to rescale
+#pragma unroll
+      for (int nt = kNTiles / 2; nt < kNTiles; ++nt) acc_s[nt][0] = acc_s[nt][1] = acc_s[nt][2] = acc_s[nt][3] = 0.f;
+      pack_p(acc_s, p_frag);
+    } else {
+      logits(first);
+      softmax.exponentiate(acc_s, alpha, scale);
+      pack_p(acc_s, p_frag);
+    }
 
     for (int nb = 1; nb < n_blocks; ++nb) {
       const KeyTile kt = key(nb);

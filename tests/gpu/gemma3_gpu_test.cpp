@@ -216,13 +216,15 @@ TEST_F(GpuTest, Gemma3CausalModeEqualsCausalMaskTensor) {
   GK_ASSERT_OK(a.run(handle(), stream()));
   GK_ASSERT_OK(b.run(handle(), stream()));
   const auto oa = a.output(stream()), ob = b.output(stream());
-  // Masked scores become exact zeros either way, so the two differ only by where the last logit scale is applied
-  // (causal mode folds it into the softmax's FFMA; additive mode must apply it before adding the mask): a rounding
-  // step in a few probabilities, never a different set of keys (which would move outputs by O(1)).
+  // Masked scores become exact zeros either way, so the two differ only in rounding: where the last logit scale
+  // is applied (causal mode folds it into the softmax's FFMA; additive mode must apply it before adding the mask)
+  // and the order of the key tiles (causal mode takes the diagonal one first), which moves the running maxima the
+  // bf16 probabilities are rounded against (measured 1.5e-3 relative L2; below 1e-3 in the same order). Never a
+  // different set of keys: one key more or less per row moves the early rows by O(1), ~5e-2 overall.
   const Judgement j = gk_testkit::judge_host(oa.data(), ob.data(), int64_t(oa.size()), 1e-2, 1e-2);
   EXPECT_EQ(j.non_finite, 0);
   EXPECT_TRUE(j.passed(0.9999)) << j.summary(0.9999);
-  EXPECT_LT(j.rel_l2(), 1e-3) << j.summary(0.9999);
+  EXPECT_LT(j.rel_l2(), 3e-3) << j.summary(0.9999);
 }
 
 // ---- small shapes: GPU reference vs CPU reference, fast path vs CPU reference (also run under the sanitizer) ----
