@@ -107,7 +107,7 @@ Status encode_qkv_map(const AttentionParams& p, uint32_t box_rows, CUtensorMap* 
 }
 
 // The Hopper kernel reads q, k and v through one tensor map: they must be column ranges of one packed buffer.
-// Its output goes out in 16-byte pieces.
+// Its output leaves by TMA stores or in 16-byte pieces: 16-byte aligned rows either way.
 bool sm90_layout(const AttentionParams& p, Sm90Columns* cols) {
   const int64_t k_col = p.k - p.q, v_col = p.v - p.q, width = p.q_token_stride;
   const bool packed = p.k_token_stride == width && p.v_token_stride == width && p.q_head_stride == 128 &&
@@ -115,7 +115,7 @@ bool sm90_layout(const AttentionParams& p, Sm90Columns* cols) {
                       p.k_batch_stride == p.q_batch_stride && p.v_batch_stride == p.q_batch_stride && k_col > 0 &&
                       v_col > 0 && v_col + 128 <= width && width % 8 == 0 &&
                       reinterpret_cast<uintptr_t>(p.q) % 16 == 0 &&
-                      // the output leaves in 16-byte row pieces
+                      // the output rows: 16-byte aligned
                       reinterpret_cast<uintptr_t>(p.o) % 16 == 0 && p.o_token_stride % 8 == 0 &&
                       p.o_head_stride % 8 == 0 && p.o_batch_stride % 8 == 0;
   cols->k_col = static_cast<int>(k_col);

@@ -115,7 +115,7 @@ template <MaskMode kMask, int kBlockN>
 __device__ __forceinline__ KeyTile key_tile(const TileCoord& t, int i, int half) {
   if constexpr (kMask == MaskMode::kAdditive) {
     const uint32_t e = t.list[i];
-    // A packed tail's positions all lie in the block's first 64 rows (tail_rows <= 40).
+    // A packed tail's positions all lie in the block's first 64 rows (group_size >= 2 heads of tail_rows fit in 128).
     const int h = t.tail_rows > 0 ? 0 : half;
     return {static_cast<int>(e >> 4) * kBlockN, (e >> (2 * h)) & 3u};
   } else if constexpr (kMask == MaskMode::kCausal) {

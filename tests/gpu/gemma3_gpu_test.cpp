@@ -177,6 +177,8 @@ std::vector<Variant> variants() {
        spread},
       {"group1", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 8; }), {}},
       {"group2", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 4; }), {}},
+      // S % 128 = 62: a packed tail of two 64-row heads fills the whole tile, one head per consumer warpgroup.
+      {"group2_tail64_s190", with(suite_shape(2, 190), [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 4; }), {}},
       {"group4", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 2; }), {}},
       {"group8", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 1; }), {}},
       {"hidden_64", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 64; c.num_q_heads = 2; c.num_kv_heads = 1; }), {}},

@@ -25,6 +25,7 @@ TEST(TailPacking, WhichShapesPack) {
   EXPECT_EQ(packed_tail_rows(2053, 1, kBlock), 0);
   EXPECT_EQ(packed_tail_rows(130, 2, kBlock), 8);
   EXPECT_EQ(packed_tail_rows(37, 2, kBlock), 40);
+  EXPECT_EQ(packed_tail_rows(190, 2, kBlock), 64);  // two heads fill the tile (the 047 variant group2_tail64_s190)
   EXPECT_EQ(packed_tail_rows(293, 4, kBlock), 0);  // 4 * 40 > 128
   EXPECT_EQ(packed_tail_rows(129, 16, kBlock), 8);
   EXPECT_EQ(packed_tail_rows(130, 17, kBlock), 0);
