@@ -121,20 +121,21 @@ bool sm90_layout(const AttentionParams& p, Sm90Columns* cols) {
   cols->k_col = static_cast<int>(k_col);
   cols->v_col = static_cast<int>(v_col);
   // TMA stores of whole 64 x 64 boxes: heads of 128 contiguous elements, 16-byte aligned rows.
-  cols->o_tma = p.o_head_stride == 128 && p.o_token_stride >= int64_t(p.num_q_heads) * 128 &&
-                forced_store() != 1;
+  cols->o_tma = p.o_head_stride == 128 && p.o_token_stride >= int64_t(p.num_q_heads) * 128;
   return packed;
 }
 
 template <bool kSoftcap, MaskMode kMask>
-Status launch_wgmma(AttentionParams p, const Sm90Columns& cols, cudaStream_t stream) {
+Status launch_wgmma(AttentionParams p, Sm90Columns cols, cudaStream_t stream) {
   using Tr = Sm90Traits;
   const int tail = forced_tail();
   if (tail == detail::kEnvInvalid) return detail::env_error(kOp, "GK_ATTENTION_TAIL", "packed|separate");
   // Packing turns group_size tiles that each sweep every key tile into one (B = 4, S = 2053: 5 rows per head).
   p.tail_rows = tail == 1 ? 0 : packed_tail_rows(p.seq_len, p.group_size, Tr::kBlockM);
   p.tail_inv = tail_reciprocal(p.tail_rows);
-  if (forced_store() == detail::kEnvInvalid) return detail::env_error(kOp, "GK_ATTENTION_STORE", "tma|direct");
+  const int store = forced_store();
+  if (store == detail::kEnvInvalid) return detail::env_error(kOp, "GK_ATTENTION_STORE", "tma|direct");
+  if (store == 1) cols.o_tma = false;
   CUtensorMap map, tail_map, out_map{};
   GK_RETURN_IF_ERROR(encode_qkv_map(p, Tr::kBoxRows, &map));
   if (cols.o_tma) {

@@ -56,6 +56,13 @@ struct Sm90Columns {
   bool o_tma;  // the output's heads are contiguous 128-element rows: whole tiles leave by TMA stores (out_map)
 };
 
+constexpr uint32_t kOutBoxBytes = 64 * 128;  // one staged box: 64 rows x 64 bf16 columns
+
+// Byte address of 16-byte chunk c (0..15) of staged row r: box c / 8, 128 bytes a row, chunk (c % 8) ^ (r % 8).
+__device__ __forceinline__ uint32_t staged_chunk(uint32_t stage, int r, int c) {
+  return stage + (c / 8) * kOutBoxBytes + r * 128 + (((c % 8) ^ (r & 7)) << 4);
+}
+
 // A consumer warpgroup's 64 output rows, normalized and rounded to bf16, go through shared memory: written
 // straight from the accumulator layout, each quad covered only 16 bytes of a row per store and half of every
 // 32-byte sector went unused (ncu: 50% excess sectors). The staging buffer holds two boxes of 64 rows x 64
@@ -71,7 +78,6 @@ __device__ __forceinline__ void store_output_staged(const float (&acc_o)[kDTiles
                                                     const CUtensorMap* out_map, bool o_tma, uint32_t stage,
                                                     int half) {
   static_assert(kDTiles == 16, "two 64-column boxes");
-  constexpr uint32_t kBoxBytes = 64 * 128;
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32, g = lane >> 2, q = lane & 3;
   float inv_l[2];
   softmax.finalize(inv_l);
@@ -82,8 +88,8 @@ __device__ __forceinline__ void store_output_staged(const float (&acc_o)[kDTiles
     const int r = warp * 16 + g + 8 * hh;
 #pragma unroll
     for (int dt = 0; dt < kDTiles; ++dt) {
-      const uint32_t addr = stage + (dt / 8) * kBoxBytes + r * 128 + (((dt % 8) ^ (r & 7)) << 4) + q * 4;
-      device::st_shared_b32(addr, device::pack_bf16x2(acc_o[dt][2 * hh] * inv_l[hh], acc_o[dt][2 * hh + 1] * inv_l[hh]));
+      device::st_shared_b32(staged_chunk(stage, r, dt) + q * 4,
+                            device::pack_bf16x2(acc_o[dt][2 * hh] * inv_l[hh], acc_o[dt][2 * hh + 1] * inv_l[hh]));
     }
   }
   if (o_tma && tc.tail_rows == 0) {
@@ -93,7 +99,7 @@ __device__ __forceinline__ void store_output_staged(const float (&acc_o)[kDTiles
       // Rows past the sequence end fall outside the tensor map and are not written.
       const int col = tc.h * 128, row = tc.m0 + half * 64;
       device::tma_store_3d(out_map, stage, col, row, tc.b);
-      device::tma_store_3d(out_map, stage + kBoxBytes, col + 64, row, tc.b);
+      device::tma_store_3d(out_map, stage + kOutBoxBytes, col + 64, row, tc.b);
       device::bulk_commit_group();
     }
     return;
@@ -105,7 +111,7 @@ __device__ __forceinline__ void store_output_staged(const float (&acc_o)[kDTiles
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const int id = i * 128 + t, r = id / 16, c = id % 16;
-    const uint4 v = device::ld_shared_v4(stage + (c / 8) * kBoxBytes + r * 128 + (((c % 8) ^ (r & 7)) << 4));
+    const uint4 v = device::ld_shared_v4(staged_chunk(stage, r, c));
     int head, pos;
     row_of(tc, half * 64 + r, &head, &pos);
     if (pos < p.seq_len && half * 64 + r < rows) {
@@ -252,8 +258,6 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     }
     device::wgmma_commit();
   };
-  // The first 8 n8 tiles of the scores (a half-width softmax below).
-  auto& acc_s_half = reinterpret_cast<float(&)[kNTiles / 2][4]>(acc_s);
   const auto issue_pv = [&](int g) {
     const uint64_t v_tile = desc_at(v_desc, stage(g) * Tr::kTileBytes);
     device::mbar_wait(v_full(stage(g)), parity(g));
@@ -324,18 +328,19 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     device::fence_accumulators(acc_s);
     after_qk(0);
     float alpha[2];
+    // The output is still zero: nothing to rescale.
     if (half_keys) {
+      auto& acc_s_half = reinterpret_cast<float(&)[kNTiles / 2][4]>(acc_s);  // the first 8 n8 tiles
       scores_to_logits<kSoftcap, kMask, kNTiles / 2>(acc_s_half, p, tc.b, mask_rows, rows, first.n0, lane, true,
                                                      first.mask);
-      softmax.exponentiate(acc_s_half, alpha, scale);  // the output is still zero: nothing to rescale
+      softmax.exponentiate(acc_s_half, alpha, scale);
 #pragma unroll
       for (int nt = kNTiles / 2; nt < kNTiles; ++nt) acc_s[nt][0] = acc_s[nt][1] = acc_s[nt][2] = acc_s[nt][3] = 0.f;
-      pack_p(acc_s, p_frag);
     } else {
       logits(first);
       softmax.exponentiate(acc_s, alpha, scale);
-      pack_p(acc_s, p_frag);
     }
+    pack_p(acc_s, p_frag);
 
     for (int nb = 1; nb < n_blocks; ++nb) {
       const KeyTile kt = key(nb);
