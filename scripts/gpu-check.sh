@@ -63,6 +63,12 @@ step "gemma3 tests, attention=wgmma tail=separate" env GK_ATTENTION_KERNEL=wgmma
 # The Hopper attention kernel's output tiles by 16-byte stores instead of TMA stores.
 step "gemma3 tests, attention=wgmma store=direct" env GK_ATTENTION_KERNEL=wgmma GK_ATTENTION_STORE=direct \
   "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Gemma3*:*W047*:GpuTest.*' --gtest_brief=1
+# The O projection's weights prefetched into L2 by the attention kernel (by default the split q|k|v kernel does it
+# at one row tile), on both attention kernels.
+for k in wgmma mma; do
+  step "gemma3 tests, o prefetch=attention, attention=$k" env GK_O_PREFETCH=attention GK_ATTENTION_KERNEL=$k \
+    "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Gemma3*:*W047*' --gtest_brief=1
+done
 # fused: the fused kernels (the O projection too); split / persistent: one fused kernel on every shape it takes.
 for pp in fused cublas split persistent; do
   step "gemma3 tests, projections=$pp" env GK_PROJ_PATH=$pp "$BUILD/bin/gk_gpu_tests" \

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "common/device/sm80_primitives.cuh"
+#include "common/device/sm90_primitives.cuh"
 #include "gemma3_attention/attention_scheduler.cuh"
 #include "gemma3_attention/attention_softmax.cuh"
 #include "gemma3_attention/params.hpp"
@@ -73,6 +74,9 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
   bf16* s_k = s_q + Tr::kTileQ;       // two stages
   bf16* s_v = s_k + 2 * Tr::kTileKV;  // two stages
 
+  // Launched programmatically behind the projection kernel: everything below reads its results (or, in additive
+  // mode, the tile lists of the kernel before).
+  device::grid_dependency_wait();
   const TileCoord tc = tile_coord<kMask, kBlockM, kBlockN>(p, static_cast<int>(blockIdx.x));
   const int b = tc.b, h = tc.h, kvh = tc.kvh, m0 = tc.m0, n_blocks = tc.n_blocks;
   const int seq_len = p.seq_len;
@@ -92,6 +96,9 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
   device::cp_async_commit();
   load_tile<Tr, kBlockN>(s_v, v, p.v_token_stride, kt.n0, seq_len, tid);
   device::cp_async_commit();
+  if (tid == 0 && p.l2_prefetch_bytes != 0) {  // after this CTA's own first loads
+    device::bulk_prefetch_l2_share(p.l2_prefetch, p.l2_prefetch_bytes, blockIdx.x, gridDim.x);
+  }
 
   // Thread (lane) holds rows g and g+8 of its warp's 16, columns 2t and 2t+1 of every n8 tile.
   const int row0 = m0 + warp * 16 + (lane >> 2);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "common/cluster_split.hpp"
 #include "common/cuda_check.hpp"
 #include "common/device_props.hpp"
 #include "common/env_choice.hpp"
@@ -87,14 +88,14 @@ Status prepare_grid(Kernel kernel, size_t smem_bytes, int block_m, AttentionPara
 }
 
 template <class Tr, bool kSoftcap, MaskMode kMask>
-Status launch_mma(AttentionParams p, cudaStream_t stream) {
+Status launch_mma(AttentionParams p, bool programmatic, cudaStream_t stream) {
   auto kernel = attention_fwd_kernel<Tr, kSoftcap, kMask>;
   p.tail_rows = p.tail_inv = 0;  // the Hopper kernel's packing only
   unsigned blocks = 0;
   GK_RETURN_IF_ERROR(prepare_grid(kernel, Tr::kSmemBytes, Tr::kBlockM, &p, &blocks));
   if (kMask == MaskMode::kAdditive) GK_RETURN_IF_ERROR(build_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, stream));
-  kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(p);
-  return detail::check_launch(kOp, "attention kernel launch");
+  return detail::launch_z_clusters(kOp, "attention kernel launch", kernel, dim3(blocks), Tr::kThreads, Tr::kSmemBytes,
+                                   /*cluster=*/false, programmatic, stream, p);
 }
 
 // The packed q|k|v buffer as a 3-D tensor [B][S][width] (bf16) in 64-column x `box_rows`-row boxes with the
@@ -126,7 +127,7 @@ bool sm90_layout(const AttentionParams& p, Sm90Columns* cols) {
 }
 
 template <bool kSoftcap, MaskMode kMask>
-Status launch_wgmma(AttentionParams p, Sm90Columns cols, cudaStream_t stream) {
+Status launch_wgmma(AttentionParams p, Sm90Columns cols, bool programmatic, cudaStream_t stream) {
   using Tr = Sm90Traits;
   const int tail = forced_tail();
   if (tail == detail::kEnvInvalid) return detail::env_error(kOp, "GK_ATTENTION_TAIL", "packed|separate");
@@ -155,12 +156,13 @@ Status launch_wgmma(AttentionParams p, Sm90Columns cols, cudaStream_t stream) {
   int sms = 0;
   GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
   blocks = std::min(blocks, static_cast<unsigned>(sms));
-  kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(map, tail_map, out_map, p, cols);
-  return detail::check_launch(kOp, "attention sm90 kernel launch");
+  return detail::launch_z_clusters(kOp, "attention sm90 kernel launch", kernel, dim3(blocks), Tr::kThreads,
+                                   Tr::kSmemBytes, /*cluster=*/false, programmatic, stream, map, tail_map, out_map, p,
+                                   cols);
 }
 
 template <bool kSoftcap, MaskMode kMask>
-Status launch_variant(const AttentionParams& p, cudaStream_t stream) {
+Status launch_variant(const AttentionParams& p, bool programmatic, cudaStream_t stream) {
   Sm90Columns cols{};
   const Choice forced = forced_choice();
   if (forced == Choice::kInvalid) return detail::env_error(kOp, "GK_ATTENTION_KERNEL", "mma|wgmma");
@@ -171,33 +173,33 @@ Status launch_variant(const AttentionParams& p, cudaStream_t stream) {
     wide_grid = 2 * tile_count(p, Sm90Traits::kBlockM) >= sms;
   }
   const bool sm90 = sm90_layout(p, &cols) && forced != Choice::kMma && wide_grid;
-  if (sm90) return launch_wgmma<kSoftcap, kMask>(p, cols, stream);
-  return launch_mma<Traits128, kSoftcap, kMask>(p, stream);
+  if (sm90) return launch_wgmma<kSoftcap, kMask>(p, cols, programmatic, stream);
+  return launch_mma<Traits128, kSoftcap, kMask>(p, programmatic, stream);
 }
 
 template <bool kSoftcap>
-Status launch_mask(const AttentionParams& p, cudaStream_t stream) {
+Status launch_mask(const AttentionParams& p, bool programmatic, cudaStream_t stream) {
   switch (p.mask_mode) {
     case MaskMode::kCausal:
-      return launch_variant<kSoftcap, MaskMode::kCausal>(p, stream);
+      return launch_variant<kSoftcap, MaskMode::kCausal>(p, programmatic, stream);
     case MaskMode::kAdditive:
-      return launch_variant<kSoftcap, MaskMode::kAdditive>(p, stream);
+      return launch_variant<kSoftcap, MaskMode::kAdditive>(p, programmatic, stream);
     case MaskMode::kNone:
-      return launch_variant<kSoftcap, MaskMode::kNone>(p, stream);
+      return launch_variant<kSoftcap, MaskMode::kNone>(p, programmatic, stream);
   }
   return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: unknown mask mode %d", kOp, static_cast<int>(p.mask_mode));
 }
 
 }  // namespace
 
-Status launch_attention(AttentionParams p, int head_dim, cudaStream_t stream) {
+Status launch_attention(AttentionParams p, int head_dim, bool programmatic, cudaStream_t stream) {
   if (head_dim != Traits128::kHeadDim) {
     return detail::error(GK_STATUS_NOT_SUPPORTED, "%s: no attention kernel for head_dim %d", kOp, head_dim);
   }
   // A column pair of the mask loads as one 4-byte word when no pair can straddle a row end or a word boundary.
   p.mask_pairs = p.mask_mode == MaskMode::kAdditive && p.seq_len % 2 == 0 && p.mask_row_stride % 2 == 0 &&
                  p.mask_batch_stride % 2 == 0 && reinterpret_cast<uintptr_t>(p.mask) % 4 == 0;
-  return p.softcap ? launch_mask<true>(p, stream) : launch_mask<false>(p, stream);
+  return p.softcap ? launch_mask<true>(p, programmatic, stream) : launch_mask<false>(p, programmatic, stream);
 }
 
 }  // namespace gk::gemma3

@@ -158,6 +158,9 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     device::mbar_fence_init();
   }
   __syncthreads();
+  // Launched programmatically behind the projection kernel, the prologue above overlaps its end; every role reads
+  // its results (or, in additive mode, the tile lists) from here on.
+  device::grid_dependency_wait();
 
   const int warpgroup = threadIdx.x / 128;
   if (warpgroup == 0) {
@@ -209,6 +212,9 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
           device::mbar_arrive_expect_tx(v_full(s), Tr::kTileBytes);
           device::tma_load_3d(v_tile, &qkv_map, v_full(s), v_col, n0, tc.b);
           device::tma_load_3d(v_tile + Tr::kBoxBytes, &qkv_map, v_full(s), v_col + Tr::kBoxCols, n0, tc.b);
+          if (it == 0 && p.l2_prefetch_bytes != 0) {  // behind this CTA's first loads
+            device::bulk_prefetch_l2_share(p.l2_prefetch, p.l2_prefetch_bytes, blockIdx.x, gridDim.x);
+          }
         }
         // The next tile is decoded into its slot while the ring still holds this one's last key tiles, so the
         // divisions stay off the path from the Q barrier's release to the next Q load. Slot (local + 1) % 2 is

@@ -4,6 +4,7 @@
 // All scalars the kernels need are folded here.
 #include <cmath>
 
+#include "common/env_choice.hpp"
 #include "common/gemm.hpp"
 #include "common/status_util.hpp"
 #include "common/workspace.hpp"
@@ -51,6 +52,26 @@ gemma3::MaskMode to_mask_mode(gk_mask_mode m) {
     default:
       return gemma3::MaskMode::kCausal;
   }
+}
+
+// Who fetches the O projection's weights into L2 ahead of it: at a single row tile the O projection is bound by
+// that weight stream (M = 128: 18.9 MB, about as long as a plain read of it after the cold scrub, docs/perf-log.md
+// v12) while the end of the q|k|v kernel and the attention leave DRAM idle. The split q|k|v kernel asks once its
+// mainloop is done, else the attention kernel as it starts. With more rows the projection is compute-bound and the
+// prefetch only slowed the attention (M = 293-2048, v12). GK_O_PREFETCH=off|attention|projection pins it.
+enum class OPrefetch { kNone, kAttention, kProjection };
+constexpr int64_t kPrefetchMaxRows = 128;
+
+Status o_weight_prefetch(int64_t rows, bool split_qkv, OPrefetch* who) {
+  static const int forced = detail::env_choice("GK_O_PREFETCH", {"off", "attention", "projection"});
+  if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_O_PREFETCH", "off|attention|projection");
+  if (forced == detail::kEnvUnset) {
+    *who = rows > kPrefetchMaxRows ? OPrefetch::kNone : (split_qkv ? OPrefetch::kProjection : OPrefetch::kAttention);
+  } else {
+    *who = forced == 0 ? OPrefetch::kNone : (forced == 1 ? OPrefetch::kAttention : OPrefetch::kProjection);
+    if (*who == OPrefetch::kProjection && !split_qkv) *who = OPrefetch::kAttention;
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -109,6 +130,13 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
   qkv_ops.weight_offset = c.norm_weight_offset;
   gemma3::ProjPath qkv_path = gemma3::ProjPath::kCublas;
   if (D == 128) GK_RETURN_IF_ERROR(gemma3::proj_path_chosen(qkv_ops, /*fused_by_default=*/true, &qkv_path));
+  OPrefetch o_prefetch = OPrefetch::kNone;
+  GK_RETURN_IF_ERROR(o_weight_prefetch(rows, qkv_path == gemma3::ProjPath::kSplit, &o_prefetch));
+  const uint64_t o_weight_bytes = uint64_t(c.hidden) * uint64_t(Hq * D) * sizeof(bf16) / 16 * 16;
+  if (o_prefetch == OPrefetch::kProjection) {
+    qkv_ops.l2_prefetch = t.o_proj_weight.data;
+    qkv_ops.l2_prefetch_bytes = o_weight_bytes;
+  }
   if (qkv_path != gemma3::ProjPath::kCublas) {
     GK_RETURN_IF_ERROR(gemma3::launch_proj_gemm(qkv_ops, qkv_path, stream));
   } else {
@@ -162,7 +190,13 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
   ap.mask_mode = to_mask_mode(c.mask_mode);
   ap.mask_scratch = ws.mask_tiles;
   ap.mask_scratch_bytes = ws.mask_tile_bytes;
-  GK_RETURN_IF_ERROR(gemma3::launch_attention(ap, static_cast<int>(D), stream));
+  if (o_prefetch == OPrefetch::kAttention) {
+    ap.l2_prefetch = t.o_proj_weight.data;
+    ap.l2_prefetch_bytes = o_weight_bytes;
+  }
+  // Right behind the split q|k|v kernel (same stream), the attention launches during its epilogue.
+  GK_RETURN_IF_ERROR(
+      gemma3::launch_attention(ap, static_cast<int>(D), qkv_path == gemma3::ProjPath::kSplit, stream));
 
   gemma3::ProjGemmOperands o_ops;
   o_ops.m = rows;

@@ -10,7 +10,10 @@ namespace gk::gemma3 {
 
 Status launch_norm_rope(const NormRopeParams& p, int head_dim, cudaStream_t stream);
 // Additive mode needs p.mask_scratch of mask_tile_scratch_bytes(batch, seq_len) for the per-call tile lists.
-Status launch_attention(AttentionParams p, int head_dim, cudaStream_t stream);
+// `programmatic`: the kernel before it in `stream` is the split projection kernel, which lets its dependents
+// launch early (device::launch_dependents); the attention then starts during that kernel's epilogue and waits for
+// its results (device::grid_dependency_wait) before reading anything.
+Status launch_attention(AttentionParams p, int head_dim, bool programmatic, cudaStream_t stream);
 size_t mask_tile_scratch_bytes(int64_t batch, int64_t seq_len);
 // Fills p->tiles for a kernel of block_m-row query blocks and block_n-key tiles (64 or 128 each).
 Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, cudaStream_t stream);
@@ -30,6 +33,10 @@ struct ProjGemmOperands {
   const __nv_bfloat16* sin = nullptr;
   float eps = 0.f;
   float weight_offset = 0.f;
+  // Memory for the next kernels (the O projection's weights) that the split kernel asks L2 to fetch once its
+  // mainloop is done, as AttentionParams::l2_prefetch; 0 bytes: none. Ignored by the other paths.
+  const void* l2_prefetch = nullptr;
+  uint64_t l2_prefetch_bytes = 0;
 };
 
 // Which kernel runs a projection: cuBLASLt (the default past one row tile, and the fallback for operands no fused

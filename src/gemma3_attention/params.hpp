@@ -42,6 +42,8 @@ struct ProjGemmParams {
   const __nv_bfloat16* sin;
   float eps;
   float weight_offset;
+  const void* l2_prefetch;  // ProjGemmOperands::l2_prefetch
+  uint64_t l2_prefetch_bytes;
 };
 
 enum class MaskMode : int { kCausal = 0, kAdditive = 1, kNone = 2 };
@@ -108,6 +110,12 @@ struct AttentionParams {
   MaskTileLists tiles;
   void* mask_scratch;
   size_t mask_scratch_bytes;
+
+  // Memory the kernel never reads that the next kernel will (the O projection's weights), fetched into L2 while
+  // the attention runs: each CTA issues its share once (device::bulk_prefetch_l2_share). 0 bytes: none. Base and
+  // size are multiples of 16 bytes.
+  const void* l2_prefetch;
+  uint64_t l2_prefetch_bytes;
 };
 
 }  // namespace gk::gemma3

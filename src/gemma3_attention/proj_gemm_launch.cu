@@ -87,6 +87,8 @@ Status launch_heads(const ProjGemmOperands& o, cudaStream_t stream) {
   p.sin = o.sin;
   p.eps = o.eps;
   p.weight_offset = o.weight_offset;
+  p.l2_prefetch = o.l2_prefetch;
+  p.l2_prefetch_bytes = o.l2_prefetch_bytes;
 
   const int64_t m_tiles = (o.m + Tr::kBM - 1) / Tr::kBM;
   const int64_t n_tiles = total_tiles(o, kHeads);

@@ -96,6 +96,9 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
   const int lane = threadIdx.x % 32;
   const int warp_id = threadIdx.x / 32;
 
+  // The attention may launch now (programmatically) onto the SMs this grid leaves free: it waits for this grid's
+  // completion before reading anything, and nothing here reads what it writes.
+  device::launch_dependents();
   if (threadIdx.x == 0) {
     for (int s = 0; s < Tr::kStages; ++s) {
       device::mbar_init(full(s), 1);
@@ -120,10 +123,15 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
         device::tma_load_2d(stage_b(s), w_map, full(s), col, head0 * Tr::kHeadDim);  // both heads' rows: one box
       }
     }
-    if constexpr (kClusterSplit) {
-      device::cluster_sync();  // partials parked
-      device::cluster_sync();  // every CTA done reading remote partials
+    if constexpr (kClusterSplit) device::cluster_sync();  // partials parked: the cluster's mainloop is done
+    // The L2 prefetch hint, now that this CTA's weight stream no longer needs the memory bandwidth (without a
+    // split, the last loads may still be in flight).
+    if (lane == 0 && p.l2_prefetch_bytes != 0) {
+      const uint64_t cta = (uint64_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+      device::bulk_prefetch_l2_share(p.l2_prefetch, p.l2_prefetch_bytes, cta,
+                                     uint64_t(gridDim.x) * gridDim.y * gridDim.z);
     }
+    if constexpr (kClusterSplit) device::cluster_sync();  // every CTA done reading remote partials
     return;
   }
 

@@ -67,6 +67,24 @@ __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.w
 // ... and have completed their writes.
 __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 
+// Asks L2 to fetch [p, p + bytes) from memory without bringing it to this SM (p and bytes multiples of 16).
+// Nothing waits for it: a hint for data a later kernel will read.
+__device__ __forceinline__ void bulk_prefetch_l2(const void* p, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
+}
+
+// CTA `cta` of `ctas`: its even share (in 16-byte units) of [base, base + bytes), prefetched into L2 by the calling
+// thread in requests of 32 KB.
+__device__ __forceinline__ void bulk_prefetch_l2_share(const void* base, uint64_t bytes, uint64_t cta, uint64_t ctas) {
+  const uint64_t units = bytes / 16;
+  const uint64_t u0 = units * cta / ctas, u1 = units * (cta + 1) / ctas;
+  constexpr uint64_t kChunk = 32768 / 16;
+  for (uint64_t u = u0; u < u1; u += kChunk) {
+    const uint64_t n = u1 - u < kChunk ? u1 - u : kChunk;
+    bulk_prefetch_l2(static_cast<const char*>(base) + u * 16, static_cast<uint32_t>(n * 16));
+  }
+}
+
 __device__ __forceinline__ void tma_prefetch_descriptor(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
 }
