@@ -67,13 +67,9 @@ int64_t tile_count(const AttentionParams& p, int block_m) {
   return p.tail_rows > 0 ? n - heads + heads / p.group_size : n;
 }
 
-// The launch steps both kernels share: the shared-memory opt-in, the tile count and a grid of one CTA per tile
-// (the Hopper kernel's launch then caps it at one CTA per SM).
-template <class Kernel>
-Status prepare_grid(Kernel kernel, size_t smem_bytes, int block_m, AttentionParams* p, unsigned* blocks) {
-  GK_RETURN_IF_ERROR(detail::cuda_status(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)), kOp,
-      "cudaFuncSetAttribute(attention)"));
+// The launch steps both kernels share: the tile count and a grid of one CTA per tile (the Hopper kernel's launch
+// then caps it at one CTA per SM). The shared-memory opt-in comes with the launch (detail::launch_z_clusters).
+Status prepare_grid(int block_m, AttentionParams* p, unsigned* blocks) {
   p->num_m_blocks = (p->seq_len + block_m - 1) / block_m;
   const int64_t n = tile_count(*p, block_m);
   // A persistent grid's last round may index up to num_tiles + its grid (at most one CTA per SM).
@@ -92,7 +88,7 @@ Status launch_mma(AttentionParams p, bool programmatic, cudaStream_t stream) {
   auto kernel = attention_fwd_kernel<Tr, kSoftcap, kMask>;
   p.tail_rows = p.tail_inv = 0;  // the Hopper kernel's packing only
   unsigned blocks = 0;
-  GK_RETURN_IF_ERROR(prepare_grid(kernel, Tr::kSmemBytes, Tr::kBlockM, &p, &blocks));
+  GK_RETURN_IF_ERROR(prepare_grid(Tr::kBlockM, &p, &blocks));
   if (kMask == MaskMode::kAdditive) GK_RETURN_IF_ERROR(build_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, stream));
   return detail::launch_z_clusters(kOp, "attention kernel launch", kernel, dim3(blocks), Tr::kThreads, Tr::kSmemBytes,
                                    /*cluster=*/false, programmatic, stream, p);
@@ -151,7 +147,7 @@ Status launch_wgmma(AttentionParams p, Sm90Columns cols, bool programmatic, cuda
   if (p.tail_rows > 0) GK_RETURN_IF_ERROR(encode_qkv_map(p, static_cast<uint32_t>(p.tail_rows), &tail_map));
   auto kernel = attention_sm90_kernel<kSoftcap, kMask>;
   unsigned blocks = 0;
-  GK_RETURN_IF_ERROR(prepare_grid(kernel, Tr::kSmemBytes, Tr::kBlockM, &p, &blocks));
+  GK_RETURN_IF_ERROR(prepare_grid(Tr::kBlockM, &p, &blocks));
   if (kMask == MaskMode::kAdditive) GK_RETURN_IF_ERROR(build_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, stream));
   int sms = 0;
   GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));

@@ -158,8 +158,9 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     device::mbar_fence_init();
   }
   __syncthreads();
-  // Launched programmatically behind the projection kernel, the prologue above overlaps its end; every role reads
-  // its results (or, in additive mode, the tile lists) from here on.
+  // Launched programmatically (behind the split projection kernel, or in additive mode behind the mask
+  // classification), the prologue above runs while that kernel still does; every role reads what the kernels before
+  // wrote from here on. A no-op otherwise.
   device::grid_dependency_wait();
 
   const int warpgroup = threadIdx.x / 128;
@@ -167,6 +168,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     // ---------------- producer ----------------
     device::regs_dealloc<Tr::kProducerRegs>();
     if (threadIdx.x == 0) {
+      device::fence_proxy_async_global();  // the projection's ordinary stores before these TMA reads of them
       device::tma_prefetch_descriptor(&qkv_map);
       device::tma_prefetch_descriptor(&tail_map);
       int it = 0;  // K/V tiles loaded so far: ring stage and phase

@@ -58,7 +58,8 @@ gemma3::MaskMode to_mask_mode(gk_mask_mode m) {
 // that weight stream (M = 128: 18.9 MB, about as long as a plain read of it after the cold scrub, docs/perf-log.md
 // v12) while the end of the q|k|v kernel and the attention leave DRAM idle. The split q|k|v kernel asks once its
 // mainloop is done, else the attention kernel as it starts. With more rows the projection is compute-bound and the
-// prefetch only slowed the attention (M = 293-2048, v12). GK_O_PREFETCH=off|attention|projection pins it.
+// prefetch only slowed the attention (M = 293-2048, v12). GK_O_PREFETCH=off|attention|projection pins it at any
+// size (projection: nothing where the split kernel does not run q|k|v).
 enum class OPrefetch { kNone, kAttention, kProjection };
 constexpr int64_t kPrefetchMaxRows = 128;
 
@@ -69,7 +70,7 @@ Status o_weight_prefetch(int64_t rows, bool split_qkv, OPrefetch* who) {
     *who = rows > kPrefetchMaxRows ? OPrefetch::kNone : (split_qkv ? OPrefetch::kProjection : OPrefetch::kAttention);
   } else {
     *who = forced == 0 ? OPrefetch::kNone : (forced == 1 ? OPrefetch::kAttention : OPrefetch::kProjection);
-    if (*who == OPrefetch::kProjection && !split_qkv) *who = OPrefetch::kAttention;
+    if (*who == OPrefetch::kProjection && !split_qkv) *who = OPrefetch::kNone;
   }
   return Status::Ok();
 }
@@ -194,7 +195,7 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
     ap.l2_prefetch = t.o_proj_weight.data;
     ap.l2_prefetch_bytes = o_weight_bytes;
   }
-  // Right behind the split q|k|v kernel (same stream), the attention launches during its epilogue.
+  // Behind the split q|k|v kernel (same stream) the attention launches early and waits for it on the device.
   GK_RETURN_IF_ERROR(
       gemma3::launch_attention(ap, static_cast<int>(D), qkv_path == gemma3::ProjPath::kSplit, stream));
 

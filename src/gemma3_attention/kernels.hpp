@@ -10,9 +10,10 @@ namespace gk::gemma3 {
 
 Status launch_norm_rope(const NormRopeParams& p, int head_dim, cudaStream_t stream);
 // Additive mode needs p.mask_scratch of mask_tile_scratch_bytes(batch, seq_len) for the per-call tile lists.
-// `programmatic`: the kernel before it in `stream` is the split projection kernel, which lets its dependents
-// launch early (device::launch_dependents); the attention then starts during that kernel's epilogue and waits for
-// its results (device::grid_dependency_wait) before reading anything.
+// `programmatic`: the q|k|v projection before it in `stream` is the split kernel, which lets its dependents launch
+// from its first instruction (device::launch_dependents); the attention's CTAs then start on the SMs that kernel
+// leaves free, set up, and wait for it (device::grid_dependency_wait) before reading anything. In additive mode the
+// mask classification runs in between and the attention is programmatic behind that (it gains little there).
 Status launch_attention(AttentionParams p, int head_dim, bool programmatic, cudaStream_t stream);
 size_t mask_tile_scratch_bytes(int64_t batch, int64_t seq_len);
 // Fills p->tiles for a kernel of block_m-row query blocks and block_n-key tiles (64 or 128 each).
@@ -34,7 +35,8 @@ struct ProjGemmOperands {
   float eps = 0.f;
   float weight_offset = 0.f;
   // Memory for the next kernels (the O projection's weights) that the split kernel asks L2 to fetch once its
-  // mainloop is done, as AttentionParams::l2_prefetch; 0 bytes: none. Ignored by the other paths.
+  // cluster's mainloop is done (without a K split: once its TMA warp has issued its last load), as
+  // AttentionParams::l2_prefetch; 0 bytes: none. Ignored by the other paths.
   const void* l2_prefetch = nullptr;
   uint64_t l2_prefetch_bytes = 0;
 };

@@ -11,7 +11,9 @@
 // which halves the activation tile's share of what each SM pulls from L2 (the bound there: 480 -> 570 TFLOP/s
 // at M = 8192), still short of cuBLASLt's mainloop. Roles, by warp: warpgroups 0 and 1 consume 64 rows each (one
 // wgmma.m64n128k16 per head per K step) from a TMA ring of 192 KB, keeping one K-block's group in flight and
-// releasing stages through empty barriers; warp 8 issues the TMA loads.
+// releasing stages through empty barriers; warp 8 issues the TMA loads, and once the mainloop no longer needs the
+// memory bandwidth, an optional L2 prefetch for the kernels after (ProjGemmParams::l2_prefetch). The kernel lets a
+// programmatically launched successor start from its first instruction.
 //
 // Epilogue: each CTA parks its fp32 partial tile in shared memory; after a cluster barrier every CTA reduces a
 // share of the tile's rows over the cluster, one warp per (row, head) (lane l holds columns 4l..4l+3 of the
@@ -96,8 +98,9 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
   const int lane = threadIdx.x % 32;
   const int warp_id = threadIdx.x / 32;
 
-  // The attention may launch now (programmatically) onto the SMs this grid leaves free: it waits for this grid's
-  // completion before reading anything, and nothing here reads what it writes.
+  // A kernel launched programmatically behind this one (the layer's attention, after the q|k|v projection) may start
+  // now on the SMs this grid leaves free: it waits for this grid's completion before reading anything, and nothing
+  // here reads what it writes. Without such a kernel this has no effect.
   device::launch_dependents();
   if (threadIdx.x == 0) {
     for (int s = 0; s < Tr::kStages; ++s) {

@@ -53,7 +53,10 @@ int main() {
     std::printf("cudaMalloc failed: %s\n", cudaGetErrorString(cudaGetLastError()));
     return 1;
   }
-  cudaMemset(data, 1, max_bytes);
+  if (cudaMemset(data, 1, max_bytes) != cudaSuccess) {
+    std::printf("cudaMemset failed: %s\n", cudaGetErrorString(cudaGetLastError()));
+    return 1;
+  }
   cudaEvent_t t0, t1;
   cudaEventCreate(&t0);
   cudaEventCreate(&t1);
