@@ -11,10 +11,10 @@ namespace gk::audio {
 
 struct QkvGemmParams;
 
-// The fused tf32 path: q|k|v projections on tensor cores with round-to-nearest inputs, q and k normalized in the
-// epilogue (qkv_gemm_sm90.cuh). Fills k_blocks itself.
-// `scratch` (scratch_floats floats of workspace) takes the activations rounded to tf32 (the kernel then rounds only
-// the weights in shared memory) whenever they fit; GK_AUDIO_SPLIT_A=smem rounds both in shared memory instead.
+// The fused tf32 path: q|k|v projections on tensor cores, v's inputs rounded to nearest and q's and k's truncated,
+// q and k normalized in the epilogue (qkv_gemm_sm90.cuh). Fills k_blocks and qk_truncated itself.
+// `scratch` (scratch_floats floats of workspace) takes the activations rounded to tf32 (v's CTAs then round only
+// their weight tile in shared memory) whenever they fit; GK_AUDIO_SPLIT_A=smem rounds both in shared memory instead.
 Status launch_qkv_gemm_tf32(const QkvGemmParams& params, float* scratch, int64_t scratch_floats, cudaStream_t stream);
 
 // Which kernel runs the tf32 mode: cuBLASLt + the norm kernel, the split kernel (qkv_gemm_sm90.cuh: one head per
@@ -29,9 +29,9 @@ enum class Tf32Path { kCublas, kSplit, kPersistent };
 // pinned kernel can take (fused: the split kernel for one wave, the persistent one beyond).
 Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, Tf32Path* path);
 
-// The persistent tf32 path: rounds the three weights into `rounded_w` (3 * heads * 128 * hidden floats of
-// workspace), then one GEMM launch.
-Status launch_qkv_head_gemm_tf32(const QkvGemmParams& params, float* rounded_w, cudaStream_t stream);
+// The persistent tf32 path: rounds v's weights into `rounded_wv` (heads * 128 * hidden floats of workspace), then
+// one GEMM launch (q and k read truncated).
+Status launch_qkv_head_gemm_tf32(const QkvGemmParams& params, float* rounded_wv, cudaStream_t stream);
 // dst[i * elems_each + j] = src[i][j] rounded to tf32 for the tensor cores (device::round_tf32_for_mma), i < count
 // (1..3); the launch that reads dst may be a programmatic dependent.
 Status launch_round_tf32(const float* const* src, int count, float* dst, int64_t elems_each, cudaStream_t stream);

@@ -1,7 +1,8 @@
 // The audio QKV operator: contract checks and orchestration. tf32 mode is one fused Hopper kernel (projections on
 // tf32 tensor cores with inputs rounded to nearest, norms in the epilogue): on shapes whose tiles fit in one wave
 // the split kernel (qkv_gemm_sm90.cuh), beyond it the persistent head-tiled GEMM (common/head_gemm) after a pass
-// that rounds the weights into the workspace. Exact mode is the split kernel's structure on 3xTF32 with
+// that rounds v's weights into the workspace (q and k read their operands truncated: their norm removes
+// truncation's bias, qkv_gemm_sm90.cuh). Exact mode is the split kernel's structure on 3xTF32 with
 // per-K-block promotion (qkv_gemm_3xtf32_sm90.cuh). Where no fused kernel takes the shape, or a developer override
 // pins it, three cuBLASLt GEMMs (fast-tf32, whose kernels round their operands to nearest as the GPU test
 // AudioRounding checks, or fp32 FMA) run and normalize q and k in place beside the next GEMM. (3xTF32 through
@@ -62,8 +63,9 @@ Status check_config(const AudioQkvConfig& c) {
 
 struct Layout {
   void* gemm_workspace = nullptr;
-  // tf32 mode: the three weights rounded to tf32 for the persistent kernel, or the split kernel's activations
-  float* rounded_w = nullptr;
+  // tf32 mode: v's weights rounded to tf32 for the persistent kernel, or the split kernel's rounded activations
+  // (where they fit: M <= H * D)
+  float* rounded = nullptr;
   float* split_a = nullptr;  // exact mode: the activations' big and small tf32 parts (2 M x K) for the fused kernel
   int64_t split_floats = 0;
   size_t bytes = 0;
@@ -74,7 +76,7 @@ Layout carve(const AudioQkvConfig& c, void* base) {
   Layout l;
   l.gemm_workspace = w.take_bytes(detail::kGemmWorkspaceBytes);
   if (c.precision == GK_PRECISION_TF32) {
-    l.rounded_w = w.take<float>(3 * c.num_heads * c.head_dim * c.hidden);
+    l.rounded = w.take<float>(c.num_heads * c.head_dim * c.hidden);
   } else {
     l.split_floats = audio::exact_split_scratch_floats(c.batch * c.seq_len, c.hidden, c.num_heads);
     l.split_a = w.take<float>(l.split_floats);
@@ -150,8 +152,8 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
     p.k_dim = static_cast<int>(c.hidden);
     p.heads = static_cast<int>(c.num_heads);
     p.eps = c.eps;
-    if (tf32_path == audio::Tf32Path::kPersistent) return audio::launch_qkv_head_gemm_tf32(p, ws.rounded_w, stream);
-    return c.precision == GK_PRECISION_TF32 ? audio::launch_qkv_gemm_tf32(p, ws.rounded_w, 3 * n * c.hidden, stream)
+    if (tf32_path == audio::Tf32Path::kPersistent) return audio::launch_qkv_head_gemm_tf32(p, ws.rounded, stream);
+    return c.precision == GK_PRECISION_TF32 ? audio::launch_qkv_gemm_tf32(p, ws.rounded, n * c.hidden, stream)
                                             : audio::launch_qkv_gemm_3xtf32(p, ws.split_a, ws.split_floats, stream);
   }
 

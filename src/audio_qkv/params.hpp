@@ -20,6 +20,9 @@ struct QkvGemmParams {
   // `hidden` holds the activations already prepared for the tensor cores by a pass before the kernel (tf32:
   // rounded; 3xTF32: the big parts, then from row M the small ones); the kernel prepares only the weight tile.
   int a_prepared;
+  // tf32: q's and k's CTAs read the caller's activations and weights as the tensor cores truncate them (their
+  // norm removes truncation's bias); v's still round to nearest.
+  int qk_truncated;
   float eps;
 };
 

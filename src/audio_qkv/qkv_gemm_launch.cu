@@ -33,18 +33,19 @@ bool supported(int64_t rows, int64_t hidden, int64_t heads) {
 }
 
 struct Maps {
-  CUtensorMap hs, wq, wk, wv;
+  CUtensorMap hs, hs_raw, wq, wk, wv;
 };
 
-// hs [hs_rows, K] (M, or 2M for the split activations) and each weight [H*128, K] as 32-column x 128-row fp32
-// boxes; rows past the end read as zeros.
-Status encode_maps(const QkvGemmParams& p, uint64_t hs_rows, Maps* maps) {
+// hs [hs_rows, K] (M, or 2M for the split activations; the prepared copy where there is one), hs_raw the caller's
+// [M, K] and each weight [H*128, K] as 32-column x 128-row fp32 boxes; rows past the end read as zeros.
+Status encode_maps(const QkvGemmParams& p, const float* hs_raw, uint64_t hs_rows, Maps* maps) {
   using Tr = QkvGemmTraits;
   const uint64_t k = uint64_t(p.k_dim), stride[1] = {k * 4};
   const uint32_t box[2] = {Tr::kBK, Tr::kBM};
-  const uint64_t hs_dims[2] = {k, hs_rows}, w_dims[2] = {k, uint64_t(p.heads) * Tr::kBN};
+  const uint64_t hs_dims[2] = {k, hs_rows}, raw_dims[2] = {k, uint64_t(p.m)}, w_dims[2] = {k, uint64_t(p.heads) * Tr::kBN};
   constexpr auto kF32 = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &maps->hs, kF32, 2, p.hidden, hs_dims, stride, box));
+  GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &maps->hs_raw, kF32, 2, hs_raw, raw_dims, stride, box));
   GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &maps->wq, kF32, 2, p.wq, w_dims, stride, box));
   GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &maps->wk, kF32, 2, p.wk, w_dims, stride, box));
   return detail::encode_tiled_map(kOp, &maps->wv, kF32, 2, p.wv, w_dims, stride, box);
@@ -52,9 +53,10 @@ Status encode_maps(const QkvGemmParams& p, uint64_t hs_rows, Maps* maps) {
 
 // The tf32 kernel and the 3xTF32 one share the grid (one head of q, k or v per 128 rows), the tensor maps and the
 // K split; they differ in threads, shared memory and how long a K-block takes.
+// `hs_raw`: the caller's activations (params.hidden may point at a prepared copy).
 template <class Tr, template <bool> class Kernel>
-Status launch_fused(const QkvGemmParams& params, std::initializer_list<int> splits, bool programmatic,
-                    cudaStream_t stream) {
+Status launch_fused(const QkvGemmParams& params, const float* hs_raw, std::initializer_list<int> splits,
+                    bool programmatic, cudaStream_t stream) {
   // supported() and the tensor maps are written for QkvGemmTraits' tile and TMA box.
   static_assert(Tr::kBM == QkvGemmTraits::kBM && Tr::kBN == QkvGemmTraits::kBN && Tr::kBK == QkvGemmTraits::kBK,
                 "one tile shape for both kernels");
@@ -79,20 +81,26 @@ Status launch_fused(const QkvGemmParams& params, std::initializer_list<int> spli
   Maps maps;
   // Split activations: the big parts' M rows, then the small parts' (rows past M of the last row tile then read
   // small parts rather than zeros; their rows are independent of the stored ones and never stored).
-  GK_RETURN_IF_ERROR(encode_maps(p, uint64_t(p.m) * (p.a_prepared ? Tr::kAParts : 1), &maps));
+  GK_RETURN_IF_ERROR(encode_maps(p, hs_raw, uint64_t(p.m) * (p.a_prepared ? Tr::kAParts : 1), &maps));
   const auto go = [&](auto kernel, bool cluster) {
-    return detail::launch_z_clusters(kOp, "fused QKV kernel launch", kernel, grid, Tr::kThreads, Tr::kSmemBytes,
-                                     cluster, programmatic, stream, maps.hs, maps.wq, maps.wk, maps.wv, p);
+    const auto launch = [&](const auto&... maps_in_order) {
+      return detail::launch_z_clusters(kOp, "fused QKV kernel launch", kernel, grid, Tr::kThreads, Tr::kSmemBytes,
+                                       cluster, programmatic, stream, maps_in_order..., p);
+    };
+    if constexpr (Kernel<true>::kReadsRawActivations) return launch(maps.hs, maps.hs_raw, maps.wq, maps.wk, maps.wv);
+    else return launch(maps.hs, maps.wq, maps.wk, maps.wv);
   };
   return split > 1 ? go(Kernel<true>::get(), true) : go(Kernel<false>::get(), false);
 }
 
 template <bool kSplit>
 struct Tf32Kernel {
+  static constexpr bool kReadsRawActivations = true;  // q's and k's CTAs, truncated
   static auto get() { return audio_qkv_gemm_kernel<kSplit>; }
 };
 template <bool kSplit>
 struct ThreeTf32Kernel {
+  static constexpr bool kReadsRawActivations = false;
   static auto get() { return audio_qkv_3xtf32_kernel<kSplit>; }
 };
 
@@ -162,7 +170,7 @@ Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, Tf32Pat
   return Status::Ok();
 }
 
-Status launch_qkv_head_gemm_tf32(const QkvGemmParams& p, float* rounded_w, cudaStream_t stream) {
+Status launch_qkv_head_gemm_tf32(const QkvGemmParams& p, float* rounded_wv, cudaStream_t stream) {
   HeadQkvEpilogue::Params ep{};
   ep.out[0] = p.q;
   ep.out[1] = p.k;
@@ -172,12 +180,13 @@ Status launch_qkv_head_gemm_tf32(const QkvGemmParams& p, float* rounded_w, cudaS
   ep.norm[2] = nullptr;
   ep.out_row_stride = int64_t(p.heads) * 128;
   ep.eps = p.eps;
-  const int64_t each = int64_t(p.heads) * 128 * p.k_dim;
-  const float* const src[3] = {p.wq, p.wk, p.wv};
-  GK_RETURN_IF_ERROR(launch_round_tf32(src, 3, rounded_w, each, stream));
-  const float* const w[3] = {rounded_w, rounded_w + each, rounded_w + 2 * each};
-  return head_gemm::launch<HeadCfg, HeadQkvEpilogue>(kOp, head_operands(p, w), ep, stream,
-                                                     /*after_pdl_producer=*/true);
+  // q and k read truncated (their norm removes truncation's bias: qkv_gemm_sm90.cuh), so only v's weights are
+  // rounded, a third of the pass, and only v's tiles round their A fragments.
+  GK_RETURN_IF_ERROR(launch_round_tf32(&p.wv, 1, rounded_wv, int64_t(p.heads) * 128 * p.k_dim, stream));
+  const float* const w[3] = {p.wq, p.wk, rounded_wv};
+  head_gemm::Operands o = head_operands(p, w);
+  o.round_a_segments = 1u << 2;
+  return head_gemm::launch<HeadCfg, HeadQkvEpilogue>(kOp, o, ep, stream, /*after_pdl_producer=*/true);
 }
 
 namespace {
@@ -190,13 +199,13 @@ Status launch_fused_prepared(const QkvGemmParams& params, bool in_smem, float* s
                              const Prepare& prepare, cudaStream_t stream) {
   const int64_t a_floats = int64_t(params.m) * params.k_dim;
   if (in_smem || Tr::kAParts * a_floats > scratch_floats) {
-    return launch_fused<Tr, Kernel>(params, {4, 2}, /*programmatic=*/false, stream);
+    return launch_fused<Tr, Kernel>(params, params.hidden, {4, 2}, /*programmatic=*/false, stream);
   }
   GK_RETURN_IF_ERROR(prepare(params.hidden, scratch, a_floats));
   QkvGemmParams p = params;
   p.hidden = scratch;
   p.a_prepared = 1;
-  return launch_fused<Tr, Kernel>(p, {4, 2}, /*programmatic=*/true, stream);
+  return launch_fused<Tr, Kernel>(p, params.hidden, {4, 2}, /*programmatic=*/true, stream);
 }
 
 }  // namespace
@@ -209,7 +218,9 @@ Status launch_qkv_gemm_tf32(const QkvGemmParams& params, float* scratch, int64_t
   static const int forced = detail::env_choice("GK_AUDIO_SPLIT_A", {"smem", "prerounded"});
   if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_SPLIT_A", "smem|prerounded");
   const auto round = [&](const float* a, float* dst, int64_t n) { return launch_round_tf32(&a, 1, dst, n, stream); };
-  return launch_fused_prepared<QkvGemmTraits, Tf32Kernel>(params, forced == kSmem, scratch, scratch_floats, round,
+  QkvGemmParams p = params;
+  p.qk_truncated = 1;  // the pass's rounded activations then serve v's CTAs only
+  return launch_fused_prepared<QkvGemmTraits, Tf32Kernel>(p, forced == kSmem, scratch, scratch_floats, round,
                                                           stream);
 }
 

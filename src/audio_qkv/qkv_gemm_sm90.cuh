@@ -10,6 +10,11 @@
 // the activations arrive rounded (p.a_prepared: a pass before this kernel, which then launches as its programmatic
 // dependent), the rounding groups round only the weight tile.
 //
+// q and k may skip the rounding (p.qk_truncated): the tensor cores then truncate their operands, and truncation's
+// error is rounding's (same spread) plus a bias proportional to the product itself, which the per-head RMSNorm
+// divides out (docs/perf-log.md v13). Their CTAs read the caller's activations (hs_raw_map), wait for no pass and
+// run their consumers straight off the TMA barriers; only v's CTAs round.
+//
 // History (docs/perf-log.md): one producer warpgroup loading through registers and rounding on the way had one
 // K-block of loads in flight and ran at ~100 TFLOP/s; two such groups 148. TMA keeps the whole ring in flight;
 // rounding in place then costs shared-memory traffic, and two rounding groups working on alternate stages keep
@@ -48,9 +53,9 @@ struct QkvGemmTraits {
 // kClusterSplit: K is split over the CTAs of a cluster along z (cluster size = gridDim.z), reduced through DSMEM.
 template <bool kClusterSplit>
 __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
-    audio_qkv_gemm_kernel(const __grid_constant__ CUtensorMap hs_map, const __grid_constant__ CUtensorMap wq_map,
-                          const __grid_constant__ CUtensorMap wk_map, const __grid_constant__ CUtensorMap wv_map,
-                          const QkvGemmParams p) {
+    audio_qkv_gemm_kernel(const __grid_constant__ CUtensorMap hs_map, const __grid_constant__ CUtensorMap hs_raw_map,
+                          const __grid_constant__ CUtensorMap wq_map, const __grid_constant__ CUtensorMap wk_map,
+                          const __grid_constant__ CUtensorMap wv_map, const QkvGemmParams p) {
   using Tr = QkvGemmTraits;
   extern __shared__ unsigned char smem_raw[];
   const QkvRing<Tr> ring(smem_raw);  // ready = rounded
@@ -62,6 +67,7 @@ __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
   const int m0 = blockIdx.y * Tr::kBM;
   const int kb0 = blockIdx.z * p.k_blocks;
   const int lane = threadIdx.x % 32;
+  const bool truncated = p.qk_truncated && which < 2;  // uniform per CTA
 
   if (threadIdx.x == 0) ring.init(128);
   __syncthreads();
@@ -72,16 +78,19 @@ __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
       // ---------------- TMA warp ----------------
       if (lane == 0) {
         const CUtensorMap* w_map = which == 0 ? &wq_map : (which == 1 ? &wk_map : &wv_map);
-        // With pre-rounded activations this kernel is a programmatic dependent of their rounding: wait for it
-        // (a no-op otherwise) and order its writes before these TMA reads.
-        device::grid_dependency_wait();
-        device::fence_proxy_async_global();
-        ring.load(&hs_map, w_map, kb0, p.k_blocks, m0, head * Tr::kBN);
+        if (!truncated) {
+          // With pre-rounded activations this kernel is a programmatic dependent of their rounding: wait for it
+          // (a no-op otherwise) and order its writes before these TMA reads. Truncated CTAs read only the
+          // caller's tensors, complete before the pass started.
+          device::grid_dependency_wait();
+          device::fence_proxy_async_global();
+        }
+        ring.load(truncated ? &hs_raw_map : &hs_map, w_map, kb0, p.k_blocks, m0, head * Tr::kBN);
       }
     } else {
       // ---------------- rounding groups ----------------
       const int group = warpgroup - 2, t = threadIdx.x % 128;
-      for (int i = group; i < p.k_blocks; i += Tr::kRoundGroups) {
+      for (int i = group; i < (truncated ? 0 : p.k_blocks); i += Tr::kRoundGroups) {
         const int s = i % Tr::kStages;
         device::mbar_wait(ring.full(s), (i / Tr::kStages) & 1);
         // All of a stage's loads before any store (device::round_tf32_smem): the rounding groups pace the kernel
@@ -112,7 +121,7 @@ __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
 
   for (int i = 0; i < p.k_blocks; ++i) {
     const int s = i % Tr::kStages;
-    device::mbar_wait(ring.ready(s), (i / Tr::kStages) & 1);
+    device::mbar_wait(truncated ? ring.full(s) : ring.ready(s), (i / Tr::kStages) & 1);
     device::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Tr::kBK / 8; ++kk) {

@@ -22,6 +22,9 @@ struct Operands {
   int segments = 0;
   const void* w[Grid::kMaxSegments] = {};
   int64_t heads[Grid::kMaxSegments] = {};
+  // tf32: the segments (bit s) whose A fragments are rounded to nearest; the others' are read as the tensor cores
+  // truncate them.
+  unsigned round_a_segments = (1u << Grid::kMaxSegments) - 1;
 };
 
 inline int64_t head_pairs(int64_t heads) { return (heads + 1) / 2; }
@@ -94,6 +97,7 @@ Status launch(const char* op, const Operands& o, const typename Epilogue::Params
   }
   g.n_tiles = end;
   g.units = static_cast<int>(units_of<Cfg>(o));
+  g.round_a_segments = o.round_a_segments;
 
   constexpr auto kType = Cfg::kTf32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   const uint64_t k = uint64_t(o.k), stride[1] = {k * Cfg::kElemBytes};

@@ -37,6 +37,7 @@ struct Grid {
   int units;     // ceil(row tiles / 2) * n_tiles
   int seg_end[kMaxSegments];    // cumulative head-pair tiles: segment s owns [seg_end[s-1], seg_end[s])
   int seg_heads[kMaxSegments];  // heads of each segment (its last tile may hold one)
+  unsigned round_a_segments;    // tf32: bit s set = segment s rounds its A fragments to nearest, else truncates
 };
 
 // What an epilogue is told about the tile it stores.
@@ -143,9 +144,10 @@ __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, co
 
 // One consumer warpgroup's K loop for one unit: acc = its 64 rows x 256 columns. `it` counts K-blocks across
 // units (stage and phase); `empty0` / `empty1` are stage 0's empty barrier in cluster ranks 0 and 1.
+// `round_a` (tf32, uniform): round the A fragments to nearest rather than let the tensor cores truncate them.
 template <class Cfg>
 __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& ring, const Grid& g, int& it, int cw,
-                                         uint32_t empty0, uint32_t empty1) {
+                                         uint32_t empty0, uint32_t empty1, bool round_a) {
   const int lane = threadIdx.x % 32;
   const auto release = [&](int i) {
     if (lane == 0) {
@@ -192,7 +194,7 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
         for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
           device::ldmatrix_x4(ring.a(s) + row_off + (((2 * kk + hi) ^ r7) << 4), frag[p][kk]);
         }
-        device::round_tf32_for_mma(reinterpret_cast<uint32_t(&)[Cfg::kKSteps * 4]>(frag[p]));
+        if (round_a) device::round_tf32_for_mma(reinterpret_cast<uint32_t(&)[Cfg::kKSteps * 4]>(frag[p]));
         device::wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
@@ -247,7 +249,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     int it = 0;
     for (int u = blockIdx.x; u < g.units; u += gridDim.x) {
       const Tile t = decode_unit(g, u, rank);
-      mainloop<Cfg>(acc, ring, g, it, cw, empty0, empty1);
+      mainloop<Cfg>(acc, ring, g, it, cw, empty0, empty1, (g.round_a_segments >> t.seg) & 1u);
       Epilogue::store(acc, ep, t, g.m, cw, warp % 4, lane);
     }
   }
