@@ -25,7 +25,7 @@ enum class Tf32Path { kCublas, kSplit, kPersistent };
 
 // The split kernel where its tiles fit in one wave (one launch beats three cuBLASLt GEMMs and a norm kernel
 // there), the persistent one beyond, cuBLASLt where the persistent kernel's units fill a second round of clusters
-// less than three quarters. GK_AUDIO_TF32_PATH=fused|cublas|split|persistent pins the choice, within what the
+// less than 70%. GK_AUDIO_TF32_PATH=fused|cublas|split|persistent pins the choice, within what the
 // pinned kernel can take (fused: the split kernel for one wave, the persistent one beyond).
 Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, Tf32Path* path);
 

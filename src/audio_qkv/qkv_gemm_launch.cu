@@ -93,14 +93,17 @@ Status launch_fused(const QkvGemmParams& params, const float* hs_raw, std::initi
   return split > 1 ? go(Kernel<true>::get(), true) : go(Kernel<false>::get(), false);
 }
 
+// Whether the kernel also takes the caller's activations (the tf32 one: q's and k's CTAs read them truncated).
+template <bool kRaw>
+struct RawActivations {
+  static constexpr bool kReadsRawActivations = kRaw;
+};
 template <bool kSplit>
-struct Tf32Kernel {
-  static constexpr bool kReadsRawActivations = true;  // q's and k's CTAs, truncated
+struct Tf32Kernel : RawActivations<true> {
   static auto get() { return audio_qkv_gemm_kernel<kSplit>; }
 };
 template <bool kSplit>
-struct ThreeTf32Kernel {
-  static constexpr bool kReadsRawActivations = false;
+struct ThreeTf32Kernel : RawActivations<false> {
   static auto get() { return audio_qkv_3xtf32_kernel<kSplit>; }
 };
 
@@ -158,15 +161,17 @@ Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, Tf32Pat
     *path = Tf32Path::kPersistent;
     return Status::Ok();
   }
-  // Past one wave the persistent kernel beat cuBLASLt + the norm kernel on every suite shape but those whose
-  // units fill a second round of clusters less than three quarters (M = 2048: 96 units on 66 clusters, 60.9
-  // against 57.7 us); there cuBLASLt's smaller tiles fill the machine better (docs/perf-log.md v7).
+  // Past one wave the persistent kernel beats cuBLASLt + the norm kernel on every suite shape, since it rounds
+  // only v's weights also at M = 2048 (96 units on 66 clusters, fill 0.73: 54.2 against 57.0-57.7 us;
+  // docs/perf-log.md v13; v7 had it 60.9 against 57.7). Its time goes by rounds of clusters and cuBLASLt's by
+  // rows, so at two rounds they cross near a fill of 0.7; below it cuBLASLt's smaller tiles fill the machine
+  // better.
   int clusters = 0;
   GK_RETURN_IF_ERROR((head_gemm::resident_clusters<HeadCfg, HeadQkvEpilogue>(kOp, &clusters)));
   int64_t rounds = 0;
   double fill = 0.0;
   head_gemm::unit_rounds(head_gemm::units_of<HeadCfg>(shape), clusters, &rounds, &fill);
-  *path = clusters < 1 || (rounds >= 2 && fill < 0.75) ? Tf32Path::kCublas : Tf32Path::kPersistent;
+  *path = clusters < 1 || (rounds >= 2 && fill < 0.7) ? Tf32Path::kCublas : Tf32Path::kPersistent;
   return Status::Ok();
 }
 
