@@ -78,6 +78,9 @@ for a in cublas split persistent; do
   step "audio tests, tf32 path=$a" env GK_AUDIO_TF32_PATH=$a "$BUILD/bin/gk_gpu_tests" \
     --gtest_filter='*Audio*tf32*:*AudioRounding*:*W054*' --gtest_brief=1
 done
+# The persistent kernel dealing whole units round-robin (by default stream-K where its units fill every cluster).
+step "audio tests, tf32 stream-K off" env GK_AUDIO_TF32_PATH=persistent GK_AUDIO_STREAM_K=off \
+  "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Audio*tf32*:*AudioRounding*:*W054*' --gtest_brief=1
 # The split kernel rounding both operands in shared memory (by default the activations arrive pre-rounded).
 step "audio tests, tf32 path=split, activations rounded in smem" env GK_AUDIO_TF32_PATH=split GK_AUDIO_SPLIT_A=smem \
   "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Audio*tf32*:*AudioRounding*:*W054*' --gtest_brief=1
@@ -110,9 +113,9 @@ if command -v compute-sanitizer > /dev/null; then
     done
   done
   for tool in memcheck racecheck synccheck; do
-    # rows 2164: 108 units on 66 clusters, so the ring's phases run on across units
+    # rows 2164: 108 units on 66 clusters, so the ring's phases run on across units and stream-K cuts units
     step "$tool (audio persistent tf32)" env GK_AUDIO_TF32_PATH=persistent compute-sanitizer --tool $tool \
-      --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" --gtest_filter='*AudioSmall*tf32*:*AudioRounding*tf32_rows2164*' \
+      --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" --gtest_filter='*AudioSmall*tf32*:*AudioRounding*tf32_rows2164*:*AudioStreamK*' \
       --gtest_brief=1
   done
   step "synccheck (audio fused tf32, small)" compute-sanitizer --tool synccheck --error-exitcode 1 \

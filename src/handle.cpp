@@ -2,8 +2,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <new>
+#include <random>
 
 #include "common/cuda_check.hpp"
 #include "common/workspace.hpp"
@@ -26,6 +29,16 @@ Status create_handle(gk_handle_t* out) {
   GK_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&h->device), "gk_handle_create", "cudaGetDevice"));
   GK_RETURN_IF_ERROR(h->gemm.init());
   GK_RETURN_IF_ERROR(h->side.init());
+  // Distinct across handles and processes; random_device may throw where it has no source, and the clock and the
+  // handle's address still differ then.
+  uint64_t seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) * 0x9e3779b97f4a7c15ull ^
+                  reinterpret_cast<uintptr_t>(h.get());
+  try {
+    std::random_device rd;
+    seed ^= (uint64_t(rd()) << 32) ^ rd();
+  } catch (...) {
+  }
+  h->epoch = seed;
   *out = h.release();
   return Status::Ok();
 }

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "common/gemm.hpp"
 
@@ -66,6 +67,10 @@ struct gk_handle_st {
   int device = 0;
   gk::detail::GemmRunner gemm;
   gk::detail::SideStream side;
+  // The next call's epoch (56 bits; a random start at creation): tags the cross-CTA state a launch keeps in the
+  // caller's workspace, so that what the workspace held before reads as stale (head_gemm/stream_k.cuh).
+  uint64_t epoch = 0;
+  uint64_t next_epoch() { return epoch++ & ((uint64_t(1) << 56) - 1); }
 };
 
 namespace gk::detail {

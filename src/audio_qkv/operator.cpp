@@ -152,7 +152,11 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
     p.k_dim = static_cast<int>(c.hidden);
     p.heads = static_cast<int>(c.num_heads);
     p.eps = c.eps;
-    if (tf32_path == audio::Tf32Path::kPersistent) return audio::launch_qkv_head_gemm_tf32(p, ws.rounded, stream);
+    if (tf32_path == audio::Tf32Path::kPersistent) {
+      // The cuBLASLt workspace is idle on this path: it holds the stream-K state.
+      return audio::launch_qkv_head_gemm_tf32(p, ws.rounded, ws.gemm_workspace, detail::kGemmWorkspaceBytes,
+                                              handle->next_epoch(), stream);
+    }
     return c.precision == GK_PRECISION_TF32 ? audio::launch_qkv_gemm_tf32(p, ws.rounded, n * c.hidden, stream)
                                             : audio::launch_qkv_gemm_3xtf32(p, ws.split_a, ws.split_floats, stream);
   }

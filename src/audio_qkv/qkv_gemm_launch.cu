@@ -175,7 +175,13 @@ Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, Tf32Pat
   return Status::Ok();
 }
 
-Status launch_qkv_head_gemm_tf32(const QkvGemmParams& p, float* rounded_wv, cudaStream_t stream) {
+Status launch_qkv_head_gemm_tf32(const QkvGemmParams& p, float* rounded_wv, void* sk_scratch, size_t sk_scratch_bytes,
+                                 uint64_t epoch, cudaStream_t stream) {
+  // Stream-K takes a mostly idle last round's clusters back (docs/perf-log.md v13); GK_AUDIO_STREAM_K=off deals
+  // whole units round-robin throughout, =any-fill takes stream-K whatever the last round's fill (comparisons).
+  enum { kOn = 0, kOff = 1, kAnyFill = 2 };  // the choices' indices
+  static const int forced = detail::env_choice("GK_AUDIO_STREAM_K", {"on", "off", "any-fill"});
+  if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_STREAM_K", "on|off|any-fill");
   HeadQkvEpilogue::Params ep{};
   ep.out[0] = p.q;
   ep.out[1] = p.k;
@@ -191,6 +197,12 @@ Status launch_qkv_head_gemm_tf32(const QkvGemmParams& p, float* rounded_wv, cuda
   const float* const w[3] = {p.wq, p.wk, rounded_wv};
   head_gemm::Operands o = head_operands(p, w);
   o.round_a_segments = 1u << 2;
+  if (forced != kOff) {
+    o.sk_scratch = sk_scratch;
+    o.sk_scratch_bytes = sk_scratch_bytes;
+    o.sk_epoch = epoch;
+    o.sk_any_fill = forced == kAnyFill;
+  }
   return head_gemm::launch<HeadCfg, HeadQkvEpilogue>(kOp, o, ep, stream, /*after_pdl_producer=*/true);
 }
 

@@ -310,6 +310,10 @@ void AudioProblem::poison_output(cudaStream_t stream) {
   for (auto* b : {&q_, &k_, &v_}) fill(constant(NAN), b->as<float>(), out_elems(), stream);
 }
 
+void AudioProblem::fill_workspace(unsigned char byte, cudaStream_t stream) {
+  GK_TK_CUDA(cudaMemsetAsync(workspace_.get(), byte, workspace_.bytes(), stream));
+}
+
 gk::Status AudioProblem::run(gk_handle_t handle, cudaStream_t stream) {
   return gk::audio_qkv_forward(handle, config_, tensors(), workspace_.get(), workspace_.bytes(), stream);
 }

@@ -108,6 +108,8 @@ class AudioProblem {
 
   void generate(const AudioRecipe& recipe, cudaStream_t stream);
   void poison_output(cudaStream_t stream);
+  // Every byte of the call's workspace set to `byte` (what a caller's reused workspace may hold).
+  void fill_workspace(unsigned char byte, cudaStream_t stream);
   gk::Status run(gk_handle_t handle, cudaStream_t stream);
   gk::Status run_fresh(const AudioRecipe& recipe, gk_handle_t handle, cudaStream_t stream) {
     generate(recipe, stream);

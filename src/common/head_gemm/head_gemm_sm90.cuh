@@ -23,6 +23,7 @@
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_gemm_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
+#include "common/head_gemm/stream_k.cuh"
 
 namespace gk::head_gemm {
 
@@ -38,6 +39,9 @@ struct Grid {
   int seg_end[kMaxSegments];    // cumulative head-pair tiles: segment s owns [seg_end[s-1], seg_end[s])
   int seg_heads[kMaxSegments];  // heads of each segment (its last tile may hold one)
   unsigned round_a_segments;    // tf32: bit s set = segment s rounds its A fragments to nearest, else truncates
+  int sk_unit0;                 // stream-K from this unit on (stream_k.cuh)
+  int sk_run;                   // stream-K: K-blocks per cluster (even, >= k_blocks); 0: whole units round-robin
+  StreamK sk;
 };
 
 // What an epilogue is told about the tile it stores.
@@ -125,13 +129,13 @@ __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, co
   // before that kernel ends: wait for it, and order its writes before these TMA reads. A no-op otherwise.
   device::grid_dependency_wait();
   device::fence_proxy_async_global();
-  const int cluster = blockIdx.x, clusters = gridDim.x;
+  WorkWalk walk(g.units, g.k_blocks, g.sk_unit0, g.sk_run, blockIdx.x, gridDim.x);
   int it = 0;
-  for (int u = cluster; u < g.units; u += clusters) {
-    const Tile t = decode_unit(g, u, rank);
+  for (Work wk; walk.get(wk);) {
+    const Tile t = decode_unit(g, wk.unit, rank);
     const CUtensorMap* w = t.seg == 0 ? w0 : (t.seg == 1 ? w1 : w2);
     const int w_row = (t.head0 + rank) * Cfg::kHeadDim;  // past the segment's last head: TMA reads zeros
-    for (int kb = 0; kb < g.k_blocks; ++kb, ++it) {
+    for (int kb = wk.kb0; kb < wk.kb1; ++kb, ++it) {
       const int s = it % Cfg::kStages, use = it / Cfg::kStages;
       if (use > 0) device::mbar_wait(ring.empty(s), (use - 1) & 1);
       device::mbar_arrive_expect_tx(ring.full(s), Cfg::kStageBytes);
@@ -142,12 +146,13 @@ __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, co
   }
 }
 
-// One consumer warpgroup's K loop for one unit: acc = its 64 rows x 256 columns. `it` counts K-blocks across
-// units (stage and phase); `empty0` / `empty1` are stage 0's empty barrier in cluster ranks 0 and 1.
+// One consumer warpgroup's K loop over K-blocks [kb0, kb1) of a unit (an even count): acc = its 64 rows x 256
+// columns. `it` counts K-blocks across units (stage and phase); `empty0` / `empty1` are stage 0's empty barrier in
+// cluster ranks 0 and 1.
 // `round_a` (tf32, uniform): round the A fragments to nearest rather than let the tensor cores truncate them.
 template <class Cfg>
-__device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& ring, const Grid& g, int& it, int cw,
-                                         uint32_t empty0, uint32_t empty1, bool round_a) {
+__device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& ring, int kb0, int kb1, int& it,
+                                         int cw, uint32_t empty0, uint32_t empty1, bool round_a) {
   const int lane = threadIdx.x % 32;
   const auto release = [&](int i) {
     if (lane == 0) {
@@ -164,19 +169,19 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
   if constexpr (!Cfg::kTf32) {
     // 16 bf16 = 32 bytes along the swizzled rows; this warpgroup's 64 rows start 64 * 128 bytes in.
     const uint64_t a_desc = device::smem_desc_sw128(ring.a(0) + cw * 64 * 128, 16, 1024);
-    for (int kb = 0; kb < g.k_blocks; ++kb, ++it) {
+    for (int kb = kb0; kb < kb1; ++kb, ++it) {
       const int s = it % Cfg::kStages;
       const uint32_t stage_off = uint32_t(s) * (Cfg::kStageBytes >> 4);
       device::mbar_wait(ring.full(s), (it / Cfg::kStages) & 1);
       device::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
-        device::wgmma_m64n256k16_ss(acc, a_desc + stage_off + kk * 2, b_desc + stage_off + kk * 2, kb | kk);
+        device::wgmma_m64n256k16_ss(acc, a_desc + stage_off + kk * 2, b_desc + stage_off + kk * 2, (kb - kb0) | kk);
       }
       device::wgmma_commit();
       device::wgmma_wait<1>();
       device::fence_accumulators(acc);
-      if (kb > 0) release(it - 1);
+      if (kb > kb0) release(it - 1);
     }
   } else {
     // A fragments by ldmatrix: lane l addresses row (l % 16) of the warp's 16 and the 16-byte chunk 2 kk + l / 16
@@ -185,7 +190,7 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
     const uint32_t row_off = r * 128, hi = lane / 16, r7 = r % 8;
     uint32_t frag[2][Cfg::kKSteps][4];
     // K-blocks in pairs, so that the fragment buffer an in-flight group reads is a compile-time index.
-    for (int kb = 0; kb < g.k_blocks; kb += 2) {
+    for (int kb = kb0; kb < kb1; kb += 2) {
 #pragma unroll
       for (int p = 0; p < 2; ++p, ++it) {
         const int s = it % Cfg::kStages;
@@ -200,14 +205,14 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
         for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
           // 8 fp32 = 32 bytes along the swizzled rows.
           device::wgmma_m64n256k8_tf32_rs(acc, frag[p][kk], b_desc + uint32_t(s) * (Cfg::kStageBytes >> 4) + kk * 2,
-                                          (kb + p) | kk);
+                                          (kb - kb0 + p) | kk);
         }
         device::wgmma_commit();
         device::wgmma_wait<1>();
         device::fence_accumulators(acc);
 #pragma unroll
         for (int kk = 0; kk < Cfg::kKSteps; ++kk) device::fence_fragment(frag[p ^ 1][kk]);  // retired now
-        if (kb + p > 0) release(it - 1);
+        if (kb + p > kb0) release(it - 1);
       }
     }
   }
@@ -247,9 +252,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     const uint32_t empty0 = device::cluster_map(ring.empty(0), 0), empty1 = device::cluster_map(ring.empty(0), 1);
     float acc[32][4];
     int it = 0;
-    for (int u = blockIdx.x; u < g.units; u += gridDim.x) {
-      const Tile t = decode_unit(g, u, rank);
-      mainloop<Cfg>(acc, ring, g, it, cw, empty0, empty1, (g.round_a_segments >> t.seg) & 1u);
+    WorkWalk walk(g.units, g.k_blocks, g.sk_unit0, g.sk_run, blockIdx.x, gridDim.x);
+    for (Work wk; walk.get(wk);) {
+      const Tile t = decode_unit(g, wk.unit, rank);
+      mainloop<Cfg>(acc, ring, wk.kb0, wk.kb1, it, cw, empty0, empty1, (g.round_a_segments >> t.seg) & 1u);
+      if (wk.kb0 > 0 || wk.kb1 < g.k_blocks) {
+        // Barrier 1: the consumers' own (epilogues may use it too, never across this call).
+        if (!stream_k_meet<1>(acc, g.sk, wk, blockIdx.x, rank, threadIdx.x - 128)) continue;
+      }
       Epilogue::store(acc, ep, t, g.m, cw, warp % 4, lane);
     }
   }
