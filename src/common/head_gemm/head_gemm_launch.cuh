@@ -10,6 +10,7 @@
 #include "common/cluster_split.hpp"
 #include "common/device_props.hpp"
 #include "common/head_gemm/head_gemm_sm90.cuh"
+#include "common/head_gemm/stream_k_plan.hpp"
 #include "common/status_util.hpp"
 #include "common/tensor_map.hpp"
 
@@ -134,28 +135,18 @@ Status launch(const char* op, const Operands& o, const typename Epilogue::Params
   if (resident < 1) {
     return detail::error(GK_STATUS_CUDA_ERROR, "%s: no cluster of the head-tiled GEMM can be resident", op);
   }
-  const int clusters = resident < g.units ? resident : g.units;
-  // Stream-K where the last round of whole units is at most half full (M = 2048 on the H200: 96 units on 66
-  // clusters, 54.9 -> 48.8 us; at M = 2164 its 0.64 full last round, stream-K over the last two rounds measured
-  // 2.3 us slower), over the last round and the one before; runs of at least a unit (each unit cut at most once)
-  // and an even count (the tf32 loop's K-block pairs).
+  int clusters = resident < g.units ? resident : g.units;
   g.sk_unit0 = 0;
   g.sk_run = 0;
-  const int last = g.units % clusters;
-  if (o.sk_scratch != nullptr && clusters > 1 && g.units > clusters && last > 0 &&
-      (2 * last <= clusters || o.sk_any_fill) &&
-      clusters - 1 <= sk_boundaries(o.sk_scratch_bytes) && g.k_blocks % 2 == 0) {
-    g.sk_unit0 = (g.units / clusters - 1) * clusters;
-    const int64_t total = int64_t(g.units - g.sk_unit0) * g.k_blocks;
-    int64_t run = (total + clusters - 1) / clusters;
-    run += run % 2;
-    if (run >= g.k_blocks && run <= INT32_MAX) {
-      g.sk_run = static_cast<int>(run);
+  if (o.sk_scratch != nullptr && g.k_blocks % 2 == 0) {
+    const StreamKPlan plan = plan_stream_k(g.units, g.k_blocks, resident, o.sk_any_fill);
+    if (plan.run > 0 && resident - 1 <= sk_boundaries(o.sk_scratch_bytes)) {
+      clusters = resident;
+      g.sk_unit0 = plan.unit0;
+      g.sk_run = plan.run;
       g.sk.flags = static_cast<unsigned long long*>(o.sk_scratch);
       g.sk.partials = reinterpret_cast<float*>(static_cast<char*>(o.sk_scratch) + kSkFlagBytes);
       g.sk.epoch = o.sk_epoch & ((uint64_t(1) << 56) - 1);
-    } else {
-      g.sk_unit0 = 0;
     }
   }
   const dim3 grid(static_cast<unsigned>(clusters), 1, Cfg::kClusterSize);

@@ -40,7 +40,7 @@ struct Grid {
   int seg_heads[kMaxSegments];  // heads of each segment (its last tile may hold one)
   unsigned round_a_segments;    // tf32: bit s set = segment s rounds its A fragments to nearest, else truncates
   int sk_unit0;                 // stream-K from this unit on (stream_k.cuh)
-  int sk_run;                   // stream-K: K-blocks per cluster (even, >= k_blocks); 0: whole units round-robin
+  int sk_run;                   // stream-K: K-blocks per cluster (even; head_gemm_launch's plan); 0: round-robin
   StreamK sk;
 };
 

@@ -4,9 +4,9 @@
 // rounds before stay whole units round-robin: stream-K over every unit measured slower from M = 2164 on (its
 // clusters work on units far apart at once, where round-robin keeps them on neighbours; docs/perf-log.md v13).
 //
-// A run may start or end inside a unit. Runs are at least a unit long, so a unit is cut at most once, at the start
-// of some cluster c's run, and its two parts belong to cluster c - 1 (the head of the unit, the last thing c - 1
-// does) and cluster c (the tail, the first thing c does). The cut is "boundary" c. Each CTA meets its counterpart
+// A run may start or end inside a unit, but never both (the launcher's plan), so a unit is cut at most once, at the
+// start of some cluster c's run, and its two parts belong to cluster c - 1 (the head of the unit, the last thing
+// c - 1 does) and cluster c (the tail, the first thing c does). The cut is "boundary" c. Each CTA meets its counterpart
 // (same rank) of the other cluster there:
 //  - The first to arrive parks its fp32 partial tile in the workspace and marks it ready. It never waits.
 //  - The second waits until the partial is ready (its writer has arrived, so it is running and about to finish),
