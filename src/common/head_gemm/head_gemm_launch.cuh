@@ -26,8 +26,8 @@ struct Operands {
   // tf32: the segments (bit s) whose A fragments are rounded to nearest; the others' are read as the tensor cores
   // truncate them.
   unsigned round_a_segments = (1u << Grid::kMaxSegments) - 1;
-  // Stream-K (stream_k.cuh) where the units fill every resident cluster at least once: its state and partial tiles
-  // in `sk_scratch` (sk_scratch_bytes, 256-byte aligned; none: whole units round-robin), tagged with `sk_epoch`.
+  // Stream-K (stream_k.cuh) where stream_k_plan.hpp takes it: its state and partial tiles in `sk_scratch`
+  // (sk_scratch_bytes, 256-byte aligned; none: whole units round-robin), tagged with `sk_epoch`.
   void* sk_scratch = nullptr;
   size_t sk_scratch_bytes = 0;
   uint64_t sk_epoch = 0;
