@@ -173,7 +173,8 @@ INSTANTIATE_TEST_SUITE_P(Exact, AudioExactVsFp32,
 // tf32 mode must round its inputs to the nearest tf32 value (SPEC.md: truncation fails the official check on v).
 // Every input is 1 + 0.75 ulp(tf32) times a power of two, so rounding to nearest gives 1 + ulp and truncation 1:
 // v = sum over 1024 terms of x * w = (1 + 2^-10)^2 when rounded, 1 when truncated, (1 + 0.75 * 2^-10)^2 exact.
-// Row counts cover the GEMM kernel classes the suite's shapes select (small split-K, mid, large tiles).
+// Row counts cover the GEMM kernel classes the suite's shapes select (small split-K, mid, large tiles; 2048: the
+// persistent kernel's stream-K).
 struct RoundingCase {
   gk_precision precision;
   int64_t rows;
@@ -209,7 +210,7 @@ TEST_P(AudioRounding, InputsRoundToNearest) {
 std::vector<RoundingCase> rounding_cases() {
   std::vector<RoundingCase> v;
   for (gk_precision p : {GK_PRECISION_TF32, GK_PRECISION_EXACT})
-    for (int64_t rows : {4, 128, 586, 2164, 8192}) v.push_back({p, rows});
+    for (int64_t rows : {4, 128, 586, 2048, 2164, 8192}) v.push_back({p, rows});
   return v;
 }
 
