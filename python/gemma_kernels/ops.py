@@ -195,7 +195,8 @@ def audio_qkv_out(
     workspace: Optional[torch.Tensor] = None,
 ) -> None:
     """Gemma3n audio QKV projection into query/key/value_states [B, S, H, D] (fp32); q and k per-head
-    RMS-normalized (x / rms * w). precision 'tf32' (tensor cores, round-to-nearest inputs) or 'exact'."""
+    RMS-normalized (x / rms * w). precision 'tf32' (tensor cores; v's inputs rounded to nearest, q's and k's
+    truncated, which their norm absorbs) or 'exact'."""
     tensors = (hidden_states, q_proj_weight, k_proj_weight, v_proj_weight, q_norm_weight, k_norm_weight,
                query_states, key_states, value_states)
     device = _device_of("audio_qkv", tensors)

@@ -30,9 +30,10 @@ PROBLEMS = {
     "054": {
         "definition": "054_audio_attention_qkv_projection_with_normalization",
         "entry": "entry_054.cpp",
-        "description": "gemma-kernels Gemma3n audio QKV projection (fp32 in/out, tf32 tensor cores with inputs "
-                       "rounded to nearest): fused Hopper kernels (split-K for one wave of tiles, a persistent "
-                       "head-tiled GEMM beyond), cuBLASLt + norm where the persistent kernel's grid fills poorly.",
+        "description": "gemma-kernels Gemma3n audio QKV projection (fp32 in/out, tf32 tensor cores; v's inputs "
+                       "rounded to nearest, q's and k's truncated, which their RMSNorm absorbs): fused Hopper "
+                       "kernels (split-K for one wave of tiles, a persistent head-tiled GEMM with stream-K "
+                       "beyond), cuBLASLt + norm where the persistent kernel's grid fills poorly.",
     },
 }
 

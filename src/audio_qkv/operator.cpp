@@ -1,5 +1,5 @@
 // The audio QKV operator: contract checks and orchestration. tf32 mode is one fused Hopper kernel (projections on
-// tf32 tensor cores with inputs rounded to nearest, norms in the epilogue): on shapes whose tiles fit in one wave
+// tf32 tensor cores, v's inputs rounded to nearest, norms in the epilogue): on shapes whose tiles fit in one wave
 // the split kernel (qkv_gemm_sm90.cuh), beyond it the persistent head-tiled GEMM (common/head_gemm) after a pass
 // that rounds v's weights into the workspace (q and k read their operands truncated: their norm removes
 // truncation's bias, qkv_gemm_sm90.cuh). Exact mode is the split kernel's structure on 3xTF32 with

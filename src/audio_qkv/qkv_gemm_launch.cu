@@ -42,7 +42,8 @@ Status encode_maps(const QkvGemmParams& p, const float* hs_raw, uint64_t hs_rows
   using Tr = QkvGemmTraits;
   const uint64_t k = uint64_t(p.k_dim), stride[1] = {k * 4};
   const uint32_t box[2] = {Tr::kBK, Tr::kBM};
-  const uint64_t hs_dims[2] = {k, hs_rows}, raw_dims[2] = {k, uint64_t(p.m)}, w_dims[2] = {k, uint64_t(p.heads) * Tr::kBN};
+  const uint64_t hs_dims[2] = {k, hs_rows}, raw_dims[2] = {k, uint64_t(p.m)};
+  const uint64_t w_dims[2] = {k, uint64_t(p.heads) * Tr::kBN};
   constexpr auto kF32 = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &maps->hs, kF32, 2, p.hidden, hs_dims, stride, box));
   GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &maps->hs_raw, kF32, 2, hs_raw, raw_dims, stride, box));

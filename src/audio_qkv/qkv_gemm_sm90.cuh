@@ -1,5 +1,6 @@
 // The audio QKV projection as one Hopper kernel: q|k|v = hs * [Wq; Wk; Wv]^T on tf32 tensor cores (wgmma) with
-// the inputs rounded to nearest tf32, the per-head RMSNorm of q and k in the epilogue, outputs [M, H*128] each.
+// v's inputs rounded to nearest tf32 (q's and k's may be read truncated: below), the per-head RMSNorm of q and k in
+// the epilogue, outputs [M, H*128] each.
 //
 // A CTA computes a 128-row x 128-column tile: exactly one head of one of q, k, v, so a row's norm is local to the
 // CTA. Roles, by warp: warpgroups 0 and 1 consume 64 rows each with wgmma.m64n128k8.tf32 from a 6-stage

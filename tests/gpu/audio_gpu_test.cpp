@@ -170,7 +170,7 @@ INSTANTIATE_TEST_SUITE_P(Exact, AudioExactVsFp32,
                            return "B" + std::to_string(info.param.first) + "_S" + std::to_string(info.param.second);
                          });
 
-// tf32 mode must round its inputs to the nearest tf32 value (SPEC.md: truncation fails the official check on v).
+// tf32 mode must round v's inputs to the nearest tf32 value (SPEC.md: truncation fails the official check on v).
 // Every input is 1 + 0.75 ulp(tf32) times a power of two, so rounding to nearest gives 1 + ulp and truncation 1:
 // v = sum over 1024 terms of x * w = (1 + 2^-10)^2 when rounded, 1 when truncated, (1 + 0.75 * 2^-10)^2 exact.
 // Row counts cover the GEMM kernel classes the suite's shapes select (small split-K, mid, large tiles; 2048: the
@@ -287,8 +287,8 @@ INSTANTIATE_TEST_SUITE_P(StreamK, AudioStreamK, ::testing::Values(int64_t(2048),
 // and where q and k read it truncated, as Inf, every column of the token's heads becomes infinite and the norm
 // makes them NaN. One in a v weight row poisons that v column of every token. One in a q weight row poisons,
 // through the norm, the whole q head of every token, except where q's operands are read truncated (tf32 mode's
-// fused kernels, gk.h): there it is Inf, which leaves that column NaN and the rest of the head finite (zero). A quiet NaN in a k weight row poisons the whole k head in
-// both modes. An Inf activation makes its token's q and k NaN (the norm divides Inf by Inf) and, in tf32 mode, its
+// fused kernels, gk.h): there it is Inf, which leaves that column NaN and the rest of the head finite (zero). A
+// quiet NaN in a k weight row poisons the whole k head in both modes. An Inf activation makes its token's q and k NaN (the norm divides Inf by Inf) and, in tf32 mode, its
 // v entries Inf with the sign of the weight that meets it, as in fp32 (exact mode also meets Inf * small(w) with
 // either sign, so there its v entries are only non-finite). Every other output stays finite.
 class AudioNan : public GpuParamTest<RoundingCase> {};

@@ -36,9 +36,9 @@ int info() {
       "    batch >= 1, seq_len 1..16777216 with batch*seq_len < 2^31; softcap >= 0 (0 = off); any eps,\n"
       "    norm weight offset and query scale; masks: causal (tensor not read), additive bf16 [B,1,S,S], none\n"
       "    not yet: head_dim 256, sliding-window masks\n"
-      "  audio_qkv (fp32): head_dim 128; hidden a multiple of 64; num_heads >= 1; precision tf32 (inputs rounded\n"
-      "    to nearest tf32, tensor cores) or exact (3xTF32 tensor cores with fp32 promotion; fp32 cuBLAS past\n"
-      "    8388480 rows)\n"
+      "  audio_qkv (fp32): head_dim 128; hidden a multiple of 64; num_heads >= 1; precision tf32 (tensor cores;\n"
+      "    v's inputs rounded to nearest tf32, q's and k's truncated) or exact (3xTF32 tensor cores with fp32\n"
+      "    promotion; fp32 cuBLAS past 8388480 rows)\n"
       "  target: sm_90a (H100, H200)\n");
   return 0;
 }

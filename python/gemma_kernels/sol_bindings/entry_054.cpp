@@ -1,5 +1,6 @@
 // SOL-ExecBench entry point of L1/054 (destination-passing): the Gemma3n audio QKV projection with per-head
-// RMSNorm into query_states, key_states, value_states, in the tf32 mode (round-to-nearest tf32 tensor cores).
+// RMSNorm into query_states, key_states, value_states, in the tf32 mode (tf32 tensor cores; v's inputs rounded to
+// nearest, q's and k's truncated, which their norm absorbs).
 #include "torch_glue.hpp"
 
 void run(torch::Tensor hidden_states, torch::Tensor q_proj_weight, torch::Tensor k_proj_weight,

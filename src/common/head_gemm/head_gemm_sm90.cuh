@@ -1,9 +1,10 @@
 // Persistent head-tiled GEMM for Hopper: out = A[M, K] * W^T for up to three weight segments (q, k, v: each
 // [heads * 128, K]), where every output tile is 128 rows x two heads (256 columns) of one segment, so that an
 // epilogue can normalize whole heads in registers. The audio QKV projection runs on it in tf32 mode past one
-// wave of the split kernel (inputs rounded to nearest: A in registers on the way from shared memory, the weights
-// from a rounded copy; per-head RMSNorm in the epilogue); the Gemma3 layer's q|k|v step can (bf16, norm and RoPE
-// in the epilogue), but cuBLASLt and the norm pass still beat it there (docs/perf-log.md, v7).
+// wave of the split kernel (v's inputs rounded to nearest: A in registers on the way from shared memory, the
+// weights from a rounded copy; q's and k's read truncated; per-head RMSNorm in the epilogue); the Gemma3 layer's
+// q|k|v step can (bf16, norm and RoPE in the epilogue), but cuBLASLt and the norm pass still beat it there
+// (docs/perf-log.md, v7).
 //
 //  - The grid is persistent: clusters of two CTAs walk units of (two row tiles, one head pair); the ring's phases
 //    run on across units, so the producer loads the next unit while the consumers run the epilogue.
