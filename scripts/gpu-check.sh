@@ -78,9 +78,12 @@ for a in cublas split persistent; do
   step "audio tests, tf32 path=$a" env GK_AUDIO_TF32_PATH=$a "$BUILD/bin/gk_gpu_tests" \
     --gtest_filter='*Audio*tf32*:*AudioRounding*:*W054*' --gtest_brief=1
 done
-# The persistent kernel dealing whole units round-robin (by default stream-K where its units fill every cluster).
-step "audio tests, tf32 stream-K off" env GK_AUDIO_TF32_PATH=persistent GK_AUDIO_STREAM_K=off \
-  "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Audio*tf32*:*AudioRounding*:*W054*' --gtest_brief=1
+# The persistent kernel dealing whole units round-robin, and taking stream-K whatever the last round's fill (runs
+# shorter than a unit, clusters without work); by default stream-K where the last round is at most half full.
+for sk in off any-fill; do
+  step "audio tests, tf32 stream-K $sk" env GK_AUDIO_TF32_PATH=persistent GK_AUDIO_STREAM_K=$sk \
+    "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Audio*tf32*:*AudioRounding*:*W054*' --gtest_brief=1
+done
 # The split kernel rounding both operands in shared memory (by default the activations arrive pre-rounded).
 step "audio tests, tf32 path=split, activations rounded in smem" env GK_AUDIO_TF32_PATH=split GK_AUDIO_SPLIT_A=smem \
   "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Audio*tf32*:*AudioRounding*:*W054*' --gtest_brief=1

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -69,8 +70,8 @@ struct gk_handle_st {
   gk::detail::SideStream side;
   // The next call's epoch (56 bits; a random start at creation): tags the cross-CTA state a launch keeps in the
   // caller's workspace, so that what the workspace held before reads as stale (head_gemm/stream_k.cuh).
-  uint64_t epoch = 0;
-  uint64_t next_epoch() { return epoch++ & ((uint64_t(1) << 56) - 1); }
+  std::atomic<uint64_t> epoch{0};  // atomic: a handle guarded by the caller may still move between host threads
+  uint64_t next_epoch() { return epoch.fetch_add(1, std::memory_order_relaxed) & ((uint64_t(1) << 56) - 1); }
 };
 
 namespace gk::detail {

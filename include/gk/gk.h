@@ -134,8 +134,10 @@ GK_API gk_status gk_gemma3_attention_forward(gk_handle_t handle, const gk_gemma3
 typedef enum gk_precision {
   /* Tensor cores on tf32 inputs; passes the official tolerance. v's inputs are rounded to nearest; q's and k's may
    * be read truncated (the tensor cores drop the low 13 mantissa bits), an error of rounding's spread plus a bias in
-   * proportion to the value, which their RMSNorm divides out. A signalling NaN whose payload lies only in those 13
-   * bits then reads as Inf there: in a q or k weight row it leaves that column NaN and zeros the rest of its head. */
+   * proportion to the value, which their RMSNorm divides out wherever mean(x^2) of a head is well above eps (where
+   * it is not, the outputs are small and part of the bias stays). A signalling NaN whose payload lies only in those
+   * 13 bits then reads as Inf there: in a q or k weight row it leaves that column NaN and, for tokens whose
+   * activation meets it nonzero, the rest of its head zero. */
   GK_PRECISION_TF32 = 0,
   GK_PRECISION_EXACT = 1  /* fp32-level error */
 } gk_precision;
@@ -165,7 +167,8 @@ typedef struct gk_audio_qkv_tensors {
 } gk_audio_qkv_tensors;
 
 GK_API gk_status gk_audio_qkv_check(const gk_audio_qkv_config* config, const gk_audio_qkv_tensors* tensors);
-/* The workspace holds, in tf32 mode, a tf32-rounded copy of v's weights (4*H*D*hidden bytes); in exact mode
+/* The workspace holds, in tf32 mode, a tf32-rounded copy of v's weights (4*H*D*hidden bytes) or, where that is
+ * larger and B*S <= 3*H*D, of the activations (4*B*S*hidden bytes); in exact mode
  * the activations split into two tf32 parts (8*B*S*hidden bytes) while that stays within 256 MiB. */
 GK_API gk_status gk_audio_qkv_workspace_size(const gk_audio_qkv_config* config, size_t* bytes);
 GK_API gk_status gk_audio_qkv_forward(gk_handle_t handle, const gk_audio_qkv_config* config,

@@ -16,6 +16,10 @@ struct QkvGemmParams;
 // `scratch` (scratch_floats floats of workspace) takes the activations rounded to tf32 (v's CTAs then round only
 // their weight tile in shared memory) whenever they fit; GK_AUDIO_SPLIT_A=smem rounds both in shared memory instead.
 Status launch_qkv_gemm_tf32(const QkvGemmParams& params, float* scratch, int64_t scratch_floats, cudaStream_t stream);
+// The tf32 workspace (floats): v's weights rounded, for the persistent kernel, or the split kernel's rounded
+// activations, whichever is larger, the activations counted only up to three weights' worth (the split kernel runs
+// only for one wave of tiles, so its M stays small; beyond, it rounds them in shared memory).
+int64_t tf32_scratch_floats(int64_t rows, int64_t hidden, int64_t heads);
 
 // Which kernel runs the tf32 mode: cuBLASLt + the norm kernel, the split kernel (qkv_gemm_sm90.cuh: one head per
 // 128-row tile, K split over a cluster for small grids, the weights rounded in shared memory and the activations
@@ -30,7 +34,7 @@ enum class Tf32Path { kCublas, kSplit, kPersistent };
 Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, Tf32Path* path);
 
 // The persistent tf32 path: rounds v's weights into `rounded_wv` (heads * 128 * hidden floats of workspace), then
-// one GEMM launch (q and k read truncated), stream-K where its units fill every cluster once and `sk_scratch`
+// one GEMM launch (q and k read truncated), stream-K where head_gemm/stream_k_plan.hpp takes it and `sk_scratch`
 // (workspace the call does not otherwise use) holds the state of its cuts; `epoch`: the call's
 // (gk_handle_st::next_epoch).
 Status launch_qkv_head_gemm_tf32(const QkvGemmParams& params, float* rounded_wv, void* sk_scratch,

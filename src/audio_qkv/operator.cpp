@@ -64,8 +64,8 @@ Status check_config(const AudioQkvConfig& c) {
 struct Layout {
   void* gemm_workspace = nullptr;
   // tf32 mode: v's weights rounded to tf32 for the persistent kernel, or the split kernel's rounded activations
-  // (where they fit: M <= H * D)
   float* rounded = nullptr;
+  int64_t rounded_floats = 0;
   float* split_a = nullptr;  // exact mode: the activations' big and small tf32 parts (2 M x K) for the fused kernel
   int64_t split_floats = 0;
   size_t bytes = 0;
@@ -76,7 +76,8 @@ Layout carve(const AudioQkvConfig& c, void* base) {
   Layout l;
   l.gemm_workspace = w.take_bytes(detail::kGemmWorkspaceBytes);
   if (c.precision == GK_PRECISION_TF32) {
-    l.rounded = w.take<float>(c.num_heads * c.head_dim * c.hidden);
+    l.rounded_floats = audio::tf32_scratch_floats(c.batch * c.seq_len, c.hidden, c.num_heads);
+    l.rounded = w.take<float>(l.rounded_floats);
   } else {
     l.split_floats = audio::exact_split_scratch_floats(c.batch * c.seq_len, c.hidden, c.num_heads);
     l.split_a = w.take<float>(l.split_floats);
@@ -157,7 +158,7 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
       return audio::launch_qkv_head_gemm_tf32(p, ws.rounded, ws.gemm_workspace, detail::kGemmWorkspaceBytes,
                                               handle->next_epoch(), stream);
     }
-    return c.precision == GK_PRECISION_TF32 ? audio::launch_qkv_gemm_tf32(p, ws.rounded, n * c.hidden, stream)
+    return c.precision == GK_PRECISION_TF32 ? audio::launch_qkv_gemm_tf32(p, ws.rounded, ws.rounded_floats, stream)
                                             : audio::launch_qkv_gemm_3xtf32(p, ws.split_a, ws.split_floats, stream);
   }
 

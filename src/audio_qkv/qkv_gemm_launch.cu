@@ -242,6 +242,11 @@ Status launch_qkv_gemm_tf32(const QkvGemmParams& params, float* scratch, int64_t
                                                           stream);
 }
 
+int64_t tf32_scratch_floats(int64_t rows, int64_t hidden, int64_t heads) {
+  const int64_t w_floats = heads * 128 * hidden, a_floats = rows * hidden;
+  return a_floats <= 3 * w_floats && a_floats > w_floats ? a_floats : w_floats;
+}
+
 Status qkv_gemm_exact_chosen(int64_t rows, int64_t hidden, int64_t heads, bool* fused) {
   *fused = false;
   if (!supported(rows, hidden, heads)) return Status::Ok();

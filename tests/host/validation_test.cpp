@@ -310,6 +310,26 @@ TEST(AudioWorkspace, ExactModeSplitScratchIsBounded) {
   EXPECT_LT(need(cap_rows + 1), small);  // past the bound only the GEMM workspace remains
 }
 
+// tf32 mode reserves v's weights rounded (4 H D hidden bytes) or, up to three weights' worth, the split kernel's
+// rounded activations (4 B S hidden bytes), whichever is larger.
+TEST(AudioWorkspace, Tf32ScratchIsVWeightsOrSmallActivations) {
+  AudioCall call;
+  call.c.precision = GK_PRECISION_TF32;
+  call.c.batch = 1;
+  const auto need = [&](int64_t rows) {
+    call.c.seq_len = rows;
+    size_t bytes = 0;
+    EXPECT_EQ(gk_audio_qkv_workspace_size(&call.c, &bytes), GK_STATUS_SUCCESS) << gk_last_error_message();
+    return bytes;
+  };
+  const int64_t k = call.c.hidden, n = call.c.num_heads * call.c.head_dim;
+  const size_t base = need(1);  // the GEMM workspace and v's weights
+  EXPECT_EQ(need(n), base);
+  EXPECT_EQ(need(3 * n) - base, size_t(4 * 2 * n * k));  // activations of 3 n rows against n weight rows
+  EXPECT_EQ(need(3 * n + 1), base);
+  EXPECT_EQ(need(8 * n), base);
+}
+
 TEST(PublicApi, TensorHelperAndStatusStrings) {
   const int64_t shape[3] = {2, 3, 4};
   const gk_tensor t = gk_tensor_contiguous(fake_ptr(1), GK_DTYPE_BF16, 3, shape);
