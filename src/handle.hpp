@@ -68,10 +68,11 @@ struct gk_handle_st {
   int device = 0;
   gk::detail::GemmRunner gemm;
   gk::detail::SideStream side;
-  // The next call's epoch (56 bits; a random start at creation): tags the cross-CTA state a launch keeps in the
-  // caller's workspace, so that what the workspace held before reads as stale (head_gemm/stream_k.cuh).
+  // The next call's epoch (a random start at creation; head_gemm's launcher keeps its low 56 bits): tags the
+  // cross-CTA state a launch keeps in the caller's workspace, so that what the workspace held before reads as stale
+  // (head_gemm/stream_k.cuh).
   std::atomic<uint64_t> epoch{0};  // atomic: a handle guarded by the caller may still move between host threads
-  uint64_t next_epoch() { return epoch.fetch_add(1, std::memory_order_relaxed) & ((uint64_t(1) << 56) - 1); }
+  uint64_t next_epoch() { return epoch.fetch_add(1, std::memory_order_relaxed); }
 };
 
 namespace gk::detail {

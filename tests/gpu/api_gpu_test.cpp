@@ -42,18 +42,6 @@ TEST_F(GpuTest, SmallGraphCaptureMatchesEager) {
   a.generate(ar, stream());
   ar.seed = next_seed();
   a2.generate(ar, stream());
-  // q|k|v of an audio problem, as raw bits.
-  const auto audio_bits = [&](const gk_testkit::AudioProblem& ap) {
-    const gk_audio_qkv_tensors t = ap.tensors();
-    const gk_audio_qkv_config& c = ap.config();
-    const size_t n = size_t(c.batch * c.seq_len * c.num_heads * c.head_dim);
-    std::vector<uint32_t> bits(3 * n);
-    const gk_tensor* outs[3] = {&t.query_states, &t.key_states, &t.value_states};
-    for (int o = 0; o < 3; ++o) {
-      EXPECT_EQ(cudaMemcpy(bits.data() + o * n, outs[o]->data, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-    }
-    return bits;
-  };
   std::vector<std::vector<float>> eager;
   for (auto& g : gs) {
     GK_ASSERT_OK(g->run(handle(), stream()));
@@ -61,7 +49,7 @@ TEST_F(GpuTest, SmallGraphCaptureMatchesEager) {
   }
   GK_ASSERT_OK(a.run(handle(), stream()));
   GK_ASSERT_OK(a2.run(handle(), stream()));
-  const auto eager_a = audio_bits(a), eager_a2 = audio_bits(a2);
+  const auto eager_a = a.output_bits(stream()), eager_a2 = a2.output_bits(stream());
 
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
@@ -87,8 +75,8 @@ TEST_F(GpuTest, SmallGraphCaptureMatchesEager) {
     for (size_t i = 0; i < replay.size(); ++i) differ += !(eager[p][i] == replay[i]);
     EXPECT_EQ(differ, 0) << "layer problem " << p << ": replay differs from the eager call";
   }
-  EXPECT_TRUE(audio_bits(a) == eager_a) << "split tf32 path: replay differs from the eager call";
-  EXPECT_TRUE(audio_bits(a2) == eager_a2) << "persistent tf32 path: replay differs from the eager call";
+  EXPECT_TRUE(a.output_bits(stream()) == eager_a) << "split tf32 path: replay differs from the eager call";
+  EXPECT_TRUE(a2.output_bits(stream()) == eager_a2) << "persistent tf32 path: replay differs from the eager call";
   a.run_gpu_reference(stream());
   for (const auto& j : a.judge(0.002, 1e-5, stream())) EXPECT_TRUE(j.passed(0.99)) << j.summary(0.99);
   a2.run_gpu_reference(stream());

@@ -291,18 +291,21 @@ TEST(AudioRejects, NullArgumentsAndWorkspace) {
   EXPECT_STREQ(gk_last_error_message(), "audio_qkv: handle is null");
 }
 
+// The workspace the audio call needs in `precision` at `rows` tokens (batch 1).
+size_t audio_workspace_bytes(gk_precision precision, int64_t rows) {
+  AudioCall call;
+  call.c.precision = precision;
+  call.c.batch = 1;
+  call.c.seq_len = rows;
+  size_t bytes = 0;
+  EXPECT_EQ(gk_audio_qkv_workspace_size(&call.c, &bytes), GK_STATUS_SUCCESS) << gk_last_error_message();
+  return bytes;
+}
+
 // Exact mode reserves the split activations (8 B*S*hidden bytes) up to 256 MiB, and nothing for them beyond.
 TEST(AudioWorkspace, ExactModeSplitScratchIsBounded) {
-  AudioCall call;
-  call.c.precision = GK_PRECISION_EXACT;
-  call.c.batch = 1;
-  const auto need = [&](int64_t rows) {
-    call.c.seq_len = rows;
-    size_t bytes = 0;
-    EXPECT_EQ(gk_audio_qkv_workspace_size(&call.c, &bytes), GK_STATUS_SUCCESS) << gk_last_error_message();
-    return bytes;
-  };
-  const int64_t k = call.c.hidden;
+  const auto need = [](int64_t rows) { return audio_workspace_bytes(GK_PRECISION_EXACT, rows); };
+  const int64_t k = AudioCall().c.hidden;
   const size_t small = need(1024), large = need(2048);
   EXPECT_EQ(large - small, size_t(8 * 1024 * k));  // both multiples of the 256-byte carve alignment here
   const int64_t cap_rows = (int64_t(32) << 20) / k;
@@ -313,16 +316,9 @@ TEST(AudioWorkspace, ExactModeSplitScratchIsBounded) {
 // tf32 mode reserves v's weights rounded (4 H D hidden bytes) or, up to three weights' worth, the split kernel's
 // rounded activations (4 B S hidden bytes), whichever is larger.
 TEST(AudioWorkspace, Tf32ScratchIsVWeightsOrSmallActivations) {
-  AudioCall call;
-  call.c.precision = GK_PRECISION_TF32;
-  call.c.batch = 1;
-  const auto need = [&](int64_t rows) {
-    call.c.seq_len = rows;
-    size_t bytes = 0;
-    EXPECT_EQ(gk_audio_qkv_workspace_size(&call.c, &bytes), GK_STATUS_SUCCESS) << gk_last_error_message();
-    return bytes;
-  };
-  const int64_t k = call.c.hidden, n = call.c.num_heads * call.c.head_dim;
+  const auto need = [](int64_t rows) { return audio_workspace_bytes(GK_PRECISION_TF32, rows); };
+  const gk_audio_qkv_config c = AudioCall().c;
+  const int64_t k = c.hidden, n = c.num_heads * c.head_dim;
   const size_t base = need(1);  // the GEMM workspace and v's weights
   EXPECT_EQ(need(n), base);
   EXPECT_EQ(need(3 * n) - base, size_t(4 * 2 * n * k));  // activations of 3 n rows against n weight rows

@@ -314,6 +314,17 @@ void AudioProblem::fill_workspace(unsigned char byte, cudaStream_t stream) {
   GK_TK_CUDA(cudaMemsetAsync(workspace_.get(), byte, workspace_.bytes(), stream));
 }
 
+std::vector<uint32_t> AudioProblem::output_bits(cudaStream_t stream) const {
+  const size_t n = size_t(out_elems());
+  std::vector<uint32_t> bits(3 * n);
+  const DeviceBuffer* outs[3] = {&q_, &k_, &v_};
+  for (int o = 0; o < 3; ++o) {
+    GK_TK_CUDA(cudaMemcpyAsync(bits.data() + o * n, outs[o]->get(), n * 4, cudaMemcpyDeviceToHost, stream));
+  }
+  GK_TK_CUDA(cudaStreamSynchronize(stream));
+  return bits;
+}
+
 gk::Status AudioProblem::run(gk_handle_t handle, cudaStream_t stream) {
   return gk::audio_qkv_forward(handle, config_, tensors(), workspace_.get(), workspace_.bytes(), stream);
 }

@@ -110,6 +110,8 @@ class AudioProblem {
   void poison_output(cudaStream_t stream);
   // Every byte of the call's workspace set to `byte` (what a caller's reused workspace may hold).
   void fill_workspace(unsigned char byte, cudaStream_t stream);
+  // q, k, v of the last call as raw bits, one after the other (for bit-exact comparisons).
+  std::vector<uint32_t> output_bits(cudaStream_t stream) const;
   gk::Status run(gk_handle_t handle, cudaStream_t stream);
   gk::Status run_fresh(const AudioRecipe& recipe, gk_handle_t handle, cudaStream_t stream) {
     generate(recipe, stream);

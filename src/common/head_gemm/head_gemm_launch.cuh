@@ -138,7 +138,7 @@ Status launch(const char* op, const Operands& o, const typename Epilogue::Params
   int clusters = resident < g.units ? resident : g.units;
   g.sk_unit0 = 0;
   g.sk_run = 0;
-  if (o.sk_scratch != nullptr && g.k_blocks % 2 == 0) {
+  if (o.sk_scratch != nullptr) {
     const StreamKPlan plan = plan_stream_k(g.units, g.k_blocks, resident, o.sk_any_fill);
     if (plan.run > 0 && resident - 1 <= sk_boundaries(o.sk_scratch_bytes)) {
       clusters = resident;
