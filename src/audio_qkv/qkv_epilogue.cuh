@@ -20,6 +20,19 @@ __device__ __forceinline__ float head_inv_rms(float ss, float eps) {
   return __frcp_rn(__fsqrt_rn(ss * (1.f / 128) + eps));
 }
 
+// Stores one row's two neighbouring column groups j0 and j0 + 1 (8 columns each; this thread holds columns 2 t4 and
+// 2 t4 + 1 of each, v0 and v1) as 16-byte pieces: the quad's even threads take four consecutive columns of j0 and
+// the odd ones four of j1, swapping one column pair with their neighbour. `row_j0` points at column 0 of group j0.
+// The accumulator layout's own 8-byte stores took ~3.7 us per 128 x 128 tile at M = 512 (time stamps), most of the
+// epilogue. Every lane of the warp must call it (a shuffle); `store` = false only skips the write.
+__device__ __forceinline__ void store_group_pair16(float* row_j0, float2 v0, float2 v1, int t4, bool store) {
+  const bool even = (t4 & 1) == 0;
+  const float2 send = even ? v1 : v0;
+  const float2 recv = make_float2(__shfl_xor_sync(0xffffffffu, send.x, 1), __shfl_xor_sync(0xffffffffu, send.y, 1));
+  const float4 q = even ? make_float4(v0.x, v0.y, recv.x, recv.y) : make_float4(recv.x, recv.y, v1.x, v1.y);
+  if (store) *reinterpret_cast<float4*>(row_j0 + (even ? 0 : 8) + 4 * (t4 >> 1)) = q;
+}
+
 struct QkvTile {
   static constexpr int kRows = 128, kCols = 128;
   static constexpr int kConsumerWarps = 8;
@@ -98,14 +111,10 @@ __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const 
         inv[h] = head_inv_rms(ss[h], p.eps);
       }
     }
-    // Stores of 16 bytes: within each pair of column groups (j0, j1 = j0 + 1) the quad's even threads take four
-    // consecutive columns of j0 and the odd ones four of j1, swapping one column pair with their neighbour. The
-    // 8-byte stores of the accumulator layout took ~3.7 us per CTA at M = 512 (time stamps), most of the epilogue.
-    const bool even = (t4 & 1) == 0;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = row_a + 8 * h;
-      float* o = out + int64_t(row) * n_out + 4 * (t4 >> 1);
+      float* o = out + int64_t(row) * n_out;
 #pragma unroll
       for (int j0 = 0; j0 < 16; j0 += 2) {
         float2 v[2];
@@ -118,12 +127,7 @@ __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const 
             v[jj] = make_float2(v[jj].x * inv[h] * wv.x, v[jj].y * inv[h] * wv.y);
           }
         }
-        const float2 send = even ? v[1] : v[0];
-        const float2 recv =
-            make_float2(__shfl_xor_sync(0xffffffffu, send.x, 1), __shfl_xor_sync(0xffffffffu, send.y, 1));
-        const float4 q =
-            even ? make_float4(v[0].x, v[0].y, recv.x, recv.y) : make_float4(recv.x, recv.y, v[1].x, v[1].y);
-        if (row < p.m) *reinterpret_cast<float4*>(o + 8 * (even ? j0 : j0 + 1)) = q;
+        store_group_pair16(o + 8 * j0, v[0], v[1], t4, row < p.m);
       }
     }
   } else {

@@ -1,8 +1,8 @@
 // The audio QKV epilogue on the persistent head-tiled GEMM (common/head_gemm): each consumer thread holds rows
 // g and g + 8 of its warp's 16, columns 8j + 2t (+1) of two heads (j < 16: the first) of q, k or v. q and k get
 // the per-head RMSNorm with weight offset 0, x / sqrt(mean(x^2) + eps) * w, here as x times head_inv_rms
-// (qkv_epilogue.cuh); v is stored as computed. A row's sum of squares over a head is a quad reduction; each
-// thread stores 8 bytes per column pair, so a quad writes one 32-byte sector of a row.
+// (qkv_epilogue.cuh); v is stored as computed. A row's sum of squares over a head is a quad reduction; the stores
+// go out 16 bytes per thread (store_group_pair16), two 32-byte sectors of a row per quad.
 #pragma once
 
 #include "audio_qkv/qkv_epilogue.cuh"
@@ -23,7 +23,7 @@ struct HeadQkvEpilogue {
     const int g = lane >> 2, t4 = lane & 3;
     const int row0 = t.m0 + cw * 64 + warp * 16 + g;
     const float* nw = t.seg == 0 ? p.norm[0] : (t.seg == 1 ? p.norm[1] : p.norm[2]);
-    float* out = (t.seg == 0 ? p.out[0] : (t.seg == 1 ? p.out[1] : p.out[2])) + t.head0 * 128 + 2 * t4;
+    float* out = (t.seg == 0 ? p.out[0] : (t.seg == 1 ? p.out[1] : p.out[2])) + t.head0 * 128;
     if (nw != nullptr) {  // uniform per CTA
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
@@ -44,12 +44,12 @@ struct HeadQkvEpilogue {
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       const int row = row0 + 8 * hr;
-      if (row >= m) continue;
       float* o = out + int64_t(row) * p.out_row_stride;
 #pragma unroll
-      for (int j = 0; j < 32; ++j) {
-        if (j >= 16 * t.heads) break;
-        *reinterpret_cast<float2*>(o + 8 * j) = make_float2(acc[j][2 * hr], acc[j][2 * hr + 1]);
+      for (int j = 0; j < 32; j += 2) {
+        if (j >= 16 * t.heads) break;  // uniform: a head's 16 groups never straddle a pair
+        store_group_pair16(o + 8 * j, make_float2(acc[j][2 * hr], acc[j][2 * hr + 1]),
+                           make_float2(acc[j + 1][2 * hr], acc[j + 1][2 * hr + 1]), t4, row < m);
       }
     }
   }
