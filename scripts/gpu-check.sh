@@ -79,10 +79,17 @@ for a in cublas split persistent; do
     --gtest_filter='*Audio*tf32*:*AudioRounding*:*W054*' --gtest_brief=1
 done
 # The persistent kernel dealing whole units round-robin, and taking stream-K whatever the last round's fill (runs
-# shorter than a unit, clusters without work); by default stream-K where the last round is at most half full.
+# shorter than a unit, clusters without work); by default stream-K where the last round is at most 0.6 full.
 for sk in off any-fill; do
   step "audio tests, tf32 stream-K $sk" env GK_AUDIO_TF32_PATH=persistent GK_AUDIO_STREAM_K=$sk \
     "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Audio*tf32*:*AudioRounding*:*W054*' --gtest_brief=1
+done
+# v's weights rounded by a pass before the persistent kernel, by the kernel itself at every shape (by default only
+# past one round of whole units), and by every CTA's fallback (head_gemm/weight_prep.cuh).
+for vr in pass fused fused-fallback; do
+  step "audio tests, tf32 v rounding $vr" env GK_AUDIO_TF32_PATH=persistent GK_AUDIO_V_ROUND=$vr \
+    "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Audio*tf32*:*AudioRounding*:*W054*:*AudioStreamK*:*AudioNan*' \
+    --gtest_brief=1
 done
 # The split kernel rounding both operands in shared memory (by default the activations arrive pre-rounded).
 step "audio tests, tf32 path=split, activations rounded in smem" env GK_AUDIO_TF32_PATH=split GK_AUDIO_SPLIT_A=smem \

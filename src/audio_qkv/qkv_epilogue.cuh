@@ -24,13 +24,23 @@ __device__ __forceinline__ float head_inv_rms(float ss, float eps) {
 // 2 t4 + 1 of each, v0 and v1) as 16-byte pieces: the quad's even threads take four consecutive columns of j0 and
 // the odd ones four of j1, swapping one column pair with their neighbour. `row_j0` points at column 0 of group j0.
 // The accumulator layout's own 8-byte stores took ~3.7 us per 128 x 128 tile at M = 512 (time stamps), most of the
-// epilogue. Every lane of the warp must call it (a shuffle); `store` = false only skips the write.
+// epilogue. Every lane of the warp must call it (a shuffle); `store` = false only skips the write. `streaming`: as
+// st.global.cs (evict first), which the persistent kernel's outputs, ~1.3x L2 at M = 8192, are better off with
+// (-0.4 us there) and the split kernel's not (+0.2-0.4 us at M = 512-586; docs/perf-log.md v14).
+template <bool kStreaming = false>
 __device__ __forceinline__ void store_group_pair16(float* row_j0, float2 v0, float2 v1, int t4, bool store) {
   const bool even = (t4 & 1) == 0;
   const float2 send = even ? v1 : v0;
   const float2 recv = make_float2(__shfl_xor_sync(0xffffffffu, send.x, 1), __shfl_xor_sync(0xffffffffu, send.y, 1));
   const float4 q = even ? make_float4(v0.x, v0.y, recv.x, recv.y) : make_float4(recv.x, recv.y, v1.x, v1.y);
-  if (store) *reinterpret_cast<float4*>(row_j0 + (even ? 0 : 8) + 4 * (t4 >> 1)) = q;
+  float4* dst = reinterpret_cast<float4*>(row_j0 + (even ? 0 : 8) + 4 * (t4 >> 1));
+  if (store) {
+    if constexpr (kStreaming) {
+      __stcs(dst, q);
+    } else {
+      *dst = q;
+    }
+  }
 }
 
 struct QkvTile {

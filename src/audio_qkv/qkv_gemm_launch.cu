@@ -177,12 +177,19 @@ Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, Tf32Pat
 }
 
 Status launch_qkv_head_gemm_tf32(const QkvGemmParams& p, float* rounded_wv, void* sk_scratch, size_t sk_scratch_bytes,
-                                 uint64_t epoch, cudaStream_t stream) {
+                                 uint64_t epoch, unsigned* prep_sync, cudaStream_t stream) {
   // Stream-K takes a mostly idle last round's clusters back (docs/perf-log.md v13); GK_AUDIO_STREAM_K=off deals
   // whole units round-robin throughout, =any-fill takes stream-K whatever the last round's fill (comparisons).
   enum { kOn = 0, kOff = 1, kAnyFill = 2 };  // the choices' indices
   static const int forced = detail::env_choice("GK_AUDIO_STREAM_K", {"on", "off", "any-fill"});
   if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_STREAM_K", "on|off|any-fill");
+  // v's weights are rounded by the GEMM's idle producer warps during its first round where that pays
+  // (head_gemm/weight_prep.cuh, prep_pays), else by a pass before it (the GEMM then starts as its programmatic
+  // dependent). GK_AUDIO_V_ROUND pins the first everywhere (=fused), the second (=pass), or the first everywhere
+  // with every CTA taking its fallback, rounding all of them itself (=fused-fallback: tests only).
+  enum { kFusedRound = 0, kPass = 1, kFallback = 2 };  // the choices' indices
+  static const int v_round = detail::env_choice("GK_AUDIO_V_ROUND", {"fused", "pass", "fused-fallback"});
+  if (v_round == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_V_ROUND", "fused|pass|fused-fallback");
   HeadQkvEpilogue::Params ep{};
   ep.out[0] = p.q;
   ep.out[1] = p.k;
@@ -194,7 +201,6 @@ Status launch_qkv_head_gemm_tf32(const QkvGemmParams& p, float* rounded_wv, void
   ep.eps = p.eps;
   // q and k read truncated (their norm removes truncation's bias: qkv_gemm_sm90.cuh), so only v's weights are
   // rounded, a third of the pass, and only v's tiles round their A fragments.
-  GK_RETURN_IF_ERROR(launch_round_tf32(&p.wv, 1, rounded_wv, int64_t(p.heads) * 128 * p.k_dim, stream));
   const float* const w[3] = {p.wq, p.wk, rounded_wv};
   head_gemm::Operands o = head_operands(p, w);
   o.round_a_segments = 1u << 2;
@@ -204,7 +210,17 @@ Status launch_qkv_head_gemm_tf32(const QkvGemmParams& p, float* rounded_wv, void
     o.sk_epoch = epoch;
     o.sk_any_fill = forced == kAnyFill;
   }
-  return head_gemm::launch<HeadCfg, HeadQkvEpilogue>(kOp, o, ep, stream, /*after_pdl_producer=*/true);
+  bool in_kernel = v_round != kPass;
+  if (v_round == detail::kEnvUnset) GK_RETURN_IF_ERROR((head_gemm::prep_pays<HeadCfg, HeadQkvEpilogue>(kOp, o, &in_kernel)));
+  if (!in_kernel) {
+    GK_RETURN_IF_ERROR(launch_round_tf32(&p.wv, 1, rounded_wv, int64_t(p.heads) * 128 * p.k_dim, stream));
+  } else {
+    o.prep_seg = 2;
+    o.prep_src = p.wv;
+    o.prep_sync = prep_sync;
+    if (v_round == kFallback) o.prep_wait_ns = 0;
+  }
+  return head_gemm::launch<HeadCfg, HeadQkvEpilogue>(kOp, o, ep, stream, /*after_pdl_producer=*/!in_kernel);
 }
 
 namespace {

@@ -48,7 +48,7 @@ struct HeadQkvEpilogue {
 #pragma unroll
       for (int j = 0; j < 32; j += 2) {
         if (j >= 16 * t.heads) break;  // uniform: a head's 16 groups never straddle a pair
-        store_group_pair16(o + 8 * j, make_float2(acc[j][2 * hr], acc[j][2 * hr + 1]),
+        store_group_pair16</*kStreaming=*/true>(o + 8 * j, make_float2(acc[j][2 * hr], acc[j][2 * hr + 1]),
                            make_float2(acc[j + 1][2 * hr], acc[j + 1][2 * hr + 1]), t4, row < m);
       }
     }

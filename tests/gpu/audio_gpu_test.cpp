@@ -222,8 +222,11 @@ INSTANTIATE_TEST_SUITE_P(Rounding, AudioRounding, ::testing::ValuesIn(rounding_c
 // Whatever the workspace held before, repeated calls, and replays of one captured graph (one epoch) with new inputs
 // in between and an eager call among them, give the eager call's bits. On the H200's 66 clusters, 2048 rows are 96
 // units, all in stream-K runs; 3000 rows are 144 units (the last row tile ragged), one round of whole units and
-// then stream-K. (Whether stream-K runs depends on the resident cluster count: on other GPUs these shapes may take
-// whole units only; gpu-check also runs every audio test with GK_AUDIO_STREAM_K=any-fill.)
+// then stream-K. 4096 rows are 192 units of whole units round-robin, where the kernel rounds v's weights itself and
+// counts the slices on the handle's words, which each launch must leave at zero (head_gemm/weight_prep.cuh); the
+// replays with new weights would read a stale rounded copy otherwise. (Whether stream-K runs depends on the
+// resident cluster count: on other GPUs these shapes may take whole units only; gpu-check also runs every audio
+// test with GK_AUDIO_STREAM_K=any-fill and with GK_AUDIO_V_ROUND=pass and fused-fallback.)
 class AudioStreamK : public GpuParamTest<int64_t> {};
 
 TEST_P(AudioStreamK, RepeatsAndReplaysGiveEagerBits) {
@@ -277,7 +280,7 @@ TEST_P(AudioStreamK, RepeatsAndReplaysGiveEagerBits) {
   cudaGraphDestroy(graph);
 }
 
-INSTANTIATE_TEST_SUITE_P(StreamK, AudioStreamK, ::testing::Values(int64_t(2048), int64_t(3000)),
+INSTANTIATE_TEST_SUITE_P(StreamK, AudioStreamK, ::testing::Values(int64_t(2048), int64_t(3000), int64_t(4096)),
                          [](const auto& info) { return "tf32_rows" + std::to_string(info.param); });
 
 // NaN inputs propagate as NaN. A signalling NaN whose payload lies only in the low 13 mantissa bits (which the

@@ -11,11 +11,16 @@ namespace {
 
 using gk::head_gemm::plan_stream_k;
 
-TEST(StreamKPlan, TakenWhereTheLastRoundIsAtMostHalfFull) {
-  // The audio suite on the H200's 66 clusters, 32 K-blocks a unit: only M = 2048 (96 units) qualifies.
+TEST(StreamKPlan, TakenWhereTheLastRoundIsAtMostSixTenthsFull) {
+  // The audio suite on the H200's 66 clusters, 32 K-blocks a unit: M = 2048 (96 units) and M = 6184 (300 units, a
+  // last round of 36) qualify.
   EXPECT_EQ(plan_stream_k(96, 32, 66, false).run, 48);
   EXPECT_EQ(plan_stream_k(96, 32, 66, false).unit0, 0);
-  for (int units : {108, 192, 300, 384}) EXPECT_EQ(plan_stream_k(units, 32, 66, false).run, 0) << units;
+  EXPECT_GT(plan_stream_k(300, 32, 66, false).run, 0);
+  EXPECT_EQ(plan_stream_k(300, 32, 66, false).unit0, 198);
+  for (int units : {108, 192, 384}) EXPECT_EQ(plan_stream_k(units, 32, 66, false).run, 0) << units;
+  EXPECT_GT(plan_stream_k(66 + 39, 32, 66, false).run, 0);  // 39 / 66 = 0.59
+  EXPECT_EQ(plan_stream_k(66 + 40, 32, 66, false).run, 0);  // 0.61
   EXPECT_EQ(plan_stream_k(132, 32, 66, false).run, 0);  // whole rounds
   EXPECT_EQ(plan_stream_k(48, 32, 66, false).run, 0);   // one round: only when asked for any fill
   EXPECT_GT(plan_stream_k(48, 32, 66, true).run, 0);

@@ -11,6 +11,7 @@
 #include "common/device_props.hpp"
 #include "common/head_gemm/head_gemm_sm90.cuh"
 #include "common/head_gemm/stream_k_plan.hpp"
+#include "common/head_gemm/unit_order.hpp"
 #include "common/status_util.hpp"
 #include "common/tensor_map.hpp"
 
@@ -32,6 +33,13 @@ struct Operands {
   size_t sk_scratch_bytes = 0;
   uint64_t sk_epoch = 0;
   bool sk_any_fill = false;  // stream-K whatever the last round's fill (for measurements)
+  // tf32: the kernel itself rounds segment `prep_seg`'s weights (the last segment) from `prep_src` into w[prep_seg]
+  // (weight_prep.cuh), counting on `prep_sync` (two zeroed words only this launch uses while it runs), and keeps
+  // that segment's tiles out of the first round (unit_order.hpp). -1: the weights are read as given.
+  int prep_seg = -1;
+  const void* prep_src = nullptr;
+  unsigned* prep_sync = nullptr;
+  uint64_t prep_wait_ns = 200000;  // how long a CTA waits for the others' slices before rounding them itself
 };
 
 // Stream-K scratch: the state words, then one 128 x 256 fp32 partial tile per (boundary, rank).
@@ -95,6 +103,41 @@ Status resident_clusters(const char* op, int* clusters) {
   return detail::max_active_clusters(op, kernel, Cfg::kThreads, Cfg::kSmemBytes, Cfg::kClusterSize, clusters);
 }
 
+// The clusters a launch takes and its stream-K plan (run 0: whole units round-robin).
+struct GridPlan {
+  int clusters = 0;
+  StreamKPlan sk;
+};
+inline GridPlan plan_grid(const Operands& o, int units, int k_blocks, int resident) {
+  GridPlan plan;
+  plan.clusters = resident < units ? resident : units;
+  if (o.sk_scratch != nullptr) {
+    const StreamKPlan sk = plan_stream_k(units, k_blocks, resident, o.sk_any_fill);
+    if (sk.run > 0 && resident - 1 <= sk_boundaries(o.sk_scratch_bytes)) {
+      plan.clusters = resident;
+      plan.sk = sk;
+    }
+  }
+  return plan;
+}
+
+// Whether the kernel's own weight preparation (Operands::prep_seg) beats a pass before it: where a first round of
+// the other segments' tiles hides it, that is past one round of units with the first round whole units. In one
+// round (M = 1024 in the audio suite) the prepared segment's tiles wait for it from the start (+3 us against the
+// pass), and with stream-K from the first unit on (M = 2048) +0.5 us (docs/perf-log.md v14).
+template <class Cfg, class Epilogue>
+Status prep_pays(const char* op, const Operands& o, bool* pays) {
+  *pays = false;
+  if (!shape_supported<Cfg>(o)) return Status::Ok();
+  int resident = 0;
+  GK_RETURN_IF_ERROR((resident_clusters<Cfg, Epilogue>(op, &resident)));
+  const int64_t units = units_of<Cfg>(o);
+  if (resident < 1 || units <= resident) return Status::Ok();
+  const GridPlan plan = plan_grid(o, static_cast<int>(units), static_cast<int>(o.k / Cfg::kBK), resident);
+  *pays = plan.sk.run == 0 || plan.sk.unit0 >= plan.clusters;
+  return Status::Ok();
+}
+
 template <class Cfg, class Epilogue>
 // `after_pdl_producer`: the previous kernel in the stream produced the weights and triggers its dependents early
 // (device::launch_dependents); this launch then overlaps that kernel's end with its own start, and its producer
@@ -135,19 +178,32 @@ Status launch(const char* op, const Operands& o, const typename Epilogue::Params
   if (resident < 1) {
     return detail::error(GK_STATUS_CUDA_ERROR, "%s: no cluster of the head-tiled GEMM can be resident", op);
   }
-  int clusters = resident < g.units ? resident : g.units;
-  g.sk_unit0 = 0;
-  g.sk_run = 0;
-  if (o.sk_scratch != nullptr) {
-    const StreamKPlan plan = plan_stream_k(g.units, g.k_blocks, resident, o.sk_any_fill);
-    if (plan.run > 0 && resident - 1 <= sk_boundaries(o.sk_scratch_bytes)) {
-      clusters = resident;
-      g.sk_unit0 = plan.unit0;
-      g.sk_run = plan.run;
-      g.sk.flags = static_cast<unsigned long long*>(o.sk_scratch);
-      g.sk.partials = reinterpret_cast<float*>(static_cast<char*>(o.sk_scratch) + kSkFlagBytes);
-      g.sk.epoch = o.sk_epoch & ((uint64_t(1) << 56) - 1);
+  const GridPlan plan = plan_grid(o, g.units, g.k_blocks, resident);
+  const int clusters = plan.clusters;
+  g.sk_unit0 = plan.sk.unit0;
+  g.sk_run = plan.sk.run;
+  if (plan.sk.run > 0) {
+    g.sk.flags = static_cast<unsigned long long*>(o.sk_scratch);
+    g.sk.partials = reinterpret_cast<float*>(static_cast<char*>(o.sk_scratch) + kSkFlagBytes);
+    g.sk.epoch = o.sk_epoch & ((uint64_t(1) << 56) - 1);
+  }
+  g.order = UnitOrder{g.units / g.n_tiles, g.n_tiles, 0, 0};
+  g.prep = WeightPrep{};
+  g.prep.seg = -1;
+  if (o.prep_seg >= 0) {
+    const int s = o.prep_seg;
+    const auto aligned = [](const void* p) { return p != nullptr && reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+    if (!Cfg::kTf32 || s != o.segments - 1 || !aligned(o.prep_src) || o.prep_sync == nullptr) {
+      return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: a weight preparation the head-tiled GEMM cannot take", op);
     }
+    g.prep.src = static_cast<const uint4*>(o.prep_src);
+    g.prep.dst = static_cast<uint4*>(const_cast<void*>(o.w[s]));
+    g.prep.vec = static_cast<long long>(o.heads[s] * Cfg::kHeadDim * o.k / 4);  // K is whole K-blocks
+    g.prep.sync = o.prep_sync;
+    g.prep.seg = s;
+    g.prep.wait_ns = o.prep_wait_ns;
+    g.order.early = s == 0 ? 0 : g.seg_end[s - 1];
+    g.order.lag = unit_lag(g.order.pairs, g.n_tiles, g.order.early, clusters);
   }
   const dim3 grid(static_cast<unsigned>(clusters), 1, Cfg::kClusterSize);
   return detail::launch_z_clusters(op, "head-tiled GEMM launch", kernel, grid, Cfg::kThreads, Cfg::kSmemBytes,

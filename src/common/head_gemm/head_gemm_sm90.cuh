@@ -12,7 +12,8 @@
 //    (a third less L2 traffic per CTA; measured neutral against separate loads, kept for the L2 headroom).
 //  - The epilogue works on the accumulators in registers and stores straight to global memory.
 //
-// Roles: warpgroup 0 is the producer (one thread issues the TMA loads); warpgroups 1 and 2 consume 64 rows each
+// Roles: warpgroup 0 is the producer (one thread issues the TMA loads; in tf32 its other three warps may round one
+// segment's weights for the kernel itself: weight_prep.cuh); warpgroups 1 and 2 consume 64 rows each
 // with one wgmma of N = 256 per K step (bf16: A and B from shared memory; tf32: A from registers, loaded by
 // ldmatrix and rounded on the way, B from shared memory), keeping one K-block's group in flight. A stage is
 // released to the producers of both CTAs (each multicasts into the other's ring) by one arrival per consumer warp.
@@ -25,6 +26,8 @@
 #include "common/device/sm90_gemm_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
 #include "common/head_gemm/stream_k.cuh"
+#include "common/head_gemm/unit_order.hpp"
+#include "common/head_gemm/weight_prep.cuh"
 
 namespace gk::head_gemm {
 
@@ -43,6 +46,8 @@ struct Grid {
   int sk_unit0;                 // stream-K from this unit on (stream_k.cuh)
   int sk_run;                   // stream-K: K-blocks per cluster (even; head_gemm_launch's plan); 0: round-robin
   StreamK sk;
+  UnitOrder order;  // which (row pair, tile) a unit index is (unit_order.hpp)
+  WeightPrep prep;  // tf32: one segment's weights rounded by the kernel itself (weight_prep.cuh)
 };
 
 // What an epilogue is told about the tile it stores.
@@ -69,17 +74,23 @@ struct Config {
   static constexpr int kConsumerWarps = 8;
   static constexpr int kThreads = 384;
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-  static constexpr size_t kSmemBytes = 1024 + size_t(kStages) * kStageBytes + 8 * 2 * kStages;  // + full, empty
+  // The ring, its barriers (full, empty; tf32: the preparation's three after them, in a 1 KB block) and, for tf32,
+  // the preparation's chunk buffers (weight_prep.cuh).
+  static constexpr size_t kBarrierBytes = kTf32 ? 1024 : 8 * 2 * kStages;
+  static constexpr size_t kSmemBytes =
+      1024 + size_t(kStages) * kStageBytes + kBarrierBytes + (kTf32 ? PrepSmem::kBytes : 0);
   // setmaxnreg moves registers within what the CTA was launched with (168 per thread under
   // __launch_bounds__(384, 1)); an increase that the freed registers cannot cover waits forever.
   static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
   static_assert(kProducerRegs * 128 + kConsumerRegs * 256 <= kLaunchRegs * kThreads, "the CTA's register pool");
 };
 
-// Unit order: the head-pair tiles of one row pair, then the next row pair. (Grouping row pairs so that a round of
-// clusters covers a block of rows x tiles, for L2 locality, measured no different: docs/perf-log.md, v8.)
+// Unit order (unit_order.hpp): the head-pair tiles of one row pair, then the next row pair, or with a prepared
+// segment's tiles lagging behind. (Grouping row pairs so that a round of clusters covers a block of rows x tiles,
+// for L2 locality, measured no different: docs/perf-log.md, v8.)
 __device__ __forceinline__ Tile decode_unit(const Grid& g, int unit, int rank) {
-  const int n = unit % g.n_tiles, pair = unit / g.n_tiles;
+  const UnitPos pos = unit_position(g.order, unit);
+  const int n = pos.tile, pair = pos.pair;
   // Selects, not g.seg_end[seg]: a dynamic index into the parameter block would copy it to local memory.
   const int seg = n < g.seg_end[0] ? 0 : (n < g.seg_end[1] ? 1 : 2);
   const int first = seg == 0 ? 0 : (seg == 1 ? g.seg_end[0] : g.seg_end[1]);
@@ -114,6 +125,9 @@ struct Ring {
   __device__ uint32_t b(int s) const { return base + s * Cfg::kStageBytes + Cfg::kTileBytesA; }
   __device__ uint32_t full(int s) const { return bar + 8u * s; }
   __device__ uint32_t empty(int s) const { return bar + 8u * (Cfg::kStages + s); }
+  __device__ PrepSmem prep() const {
+    return PrepSmem{bar + uint32_t(Cfg::kBarrierBytes), bar + 8u * 2 * Cfg::kStages, bar + 8u * (2 * Cfg::kStages + 2)};
+  }
 };
 
 // Producer thread: every unit's K-blocks into the ring; A is this CTA's own, B one head of the pair per CTA,
@@ -122,6 +136,8 @@ template <class Cfg>
 __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, const CUtensorMap* a_map,
                                         const CUtensorMap* w0, const CUtensorMap* w1, const CUtensorMap* w2,
                                         int rank) {
+  const int ctas = static_cast<int>(gridDim.x) * Cfg::kClusterSize;
+  bool prepared = g.prep.seg < 0;  // the prepared segment's weights are ready for this thread's TMA reads
   device::tma_prefetch_descriptor(a_map);
   device::tma_prefetch_descriptor(w0);
   device::tma_prefetch_descriptor(w1);
@@ -134,6 +150,12 @@ __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, co
   int it = 0;
   for (Work wk; walk.get(wk);) {
     const Tile t = decode_unit(g, wk.unit, rank);
+    if constexpr (Cfg::kTf32) {
+      if (!prepared && t.seg == g.prep.seg) {
+        prep_wait_all(g.prep, ring.prep(), ctas);
+        prepared = true;
+      }
+    }
     const CUtensorMap* w = t.seg == 0 ? w0 : (t.seg == 1 ? w1 : w2);
     const int w_row = (t.head0 + rank) * Cfg::kHeadDim;  // past the segment's last head: TMA reads zeros
     for (int kb = wk.kb0; kb < wk.kb1; ++kb, ++it) {
@@ -144,6 +166,9 @@ __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, co
       device::tma_load_2d_multicast(ring.b(s) + rank * Cfg::kHeadBytesB, w, ring.full(s), kb * Cfg::kBK, w_row,
                                     0x3);
     }
+  }
+  if constexpr (Cfg::kTf32) {
+    if (!prepared) prep_leave(g.prep, ring.prep(), ctas);  // none of its units read the prepared weights
   }
 }
 
@@ -240,6 +265,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       device::mbar_init(ring.full(s), 1);
       device::mbar_init(ring.empty(s), Cfg::kClusterSize * Cfg::kConsumerWarps);
     }
+    if constexpr (Cfg::kTf32) {
+      const PrepSmem ps = ring.prep();
+      device::mbar_init(ps.barrier(0), 1);
+      device::mbar_init(ps.barrier(1), 1);
+      device::mbar_init(ps.done, 1);
+    }
     device::mbar_fence_init();
   }
   device::cluster_sync();  // the peer's barriers exist before any multicast or remote arrival reaches them
@@ -247,6 +278,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   if (warp < 4) {
     device::regs_dealloc<Cfg::kProducerRegs>();
     if (warp == 0 && lane == 0) produce<Cfg>(ring, g, &a_map, &w0_map, &w1_map, &w2_map, rank);
+    if constexpr (Cfg::kTf32) {
+      if (warp > 0 && g.prep.seg >= 0) {
+        prep_round_slice(g.prep, ring.prep(), threadIdx.x - 32, static_cast<int>(blockIdx.x) * Cfg::kClusterSize + rank,
+                         static_cast<int>(gridDim.x) * Cfg::kClusterSize);
+      }
+    }
   } else {
     device::regs_alloc<Cfg::kConsumerRegs>();
     const int cw = __shfl_sync(0xffffffffu, warp / 4 - 1, 0);  // warp-uniform as far as the compiler sees
