@@ -88,12 +88,12 @@ done
 # past one round of whole units), and by every CTA's fallback (head_gemm/weight_prep.cuh).
 for vr in pass fused fused-fallback; do
   step "audio tests, tf32 v rounding $vr" env GK_AUDIO_TF32_PATH=persistent GK_AUDIO_V_ROUND=$vr \
-    "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Audio*tf32*:*AudioRounding*:*W054*:*AudioStreamK*:*AudioNan*' \
+    "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Audio*tf32*:*AudioRounding*:*W054*:*AudioCrossCta*:*AudioNan*' \
     --gtest_brief=1
 done
 # The split kernel rounding both operands in shared memory (by default the activations arrive pre-rounded).
 step "audio tests, tf32 path=split, activations rounded in smem" env GK_AUDIO_TF32_PATH=split GK_AUDIO_SPLIT_A=smem \
-  "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Audio*tf32*:*AudioRounding*:*W054*' --gtest_brief=1
+  "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Audio*tf32*:*AudioRounding*:*W054*:*AudioNan*' --gtest_brief=1
 # The 3xTF32 kernel splitting both operands in shared memory (by default the activations arrive split).
 step "audio tests, exact path=fused, activations split in smem" env GK_AUDIO_EXACT_PATH=fused GK_AUDIO_EXACT_A=smem \
   "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Audio*exact*:*AudioExactVsFp32*' --gtest_brief=1
@@ -126,7 +126,7 @@ if command -v compute-sanitizer > /dev/null; then
     # rows 2164: 108 units on 66 clusters, so the ring's phases run on across units; rows 2048: stream-K cuts units
     # (the stream-K repeat and replay test too, but for racecheck, where it takes minutes)
     filter='*AudioSmall*tf32*:*AudioRounding*tf32_rows2164*:*AudioRounding*tf32_rows2048*'
-    [ $tool != racecheck ] && filter="$filter:*AudioStreamK*"
+    [ $tool != racecheck ] && filter="$filter:*AudioCrossCta*"
     step "$tool (audio persistent tf32)" env GK_AUDIO_TF32_PATH=persistent compute-sanitizer --tool $tool \
       --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" --gtest_filter="$filter" --gtest_brief=1
   done

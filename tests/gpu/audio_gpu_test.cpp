@@ -218,18 +218,20 @@ INSTANTIATE_TEST_SUITE_P(Rounding, AudioRounding, ::testing::ValuesIn(rounding_c
   return mode_name(info.param.precision) + "_rows" + std::to_string(info.param.rows);
 });
 
-// Stream-K on the persistent tf32 kernel keeps the state of its cuts in the workspace under the call's epoch.
-// Whatever the workspace held before, repeated calls, and replays of one captured graph (one epoch) with new inputs
-// in between and an eager call among them, give the eager call's bits. On the H200's 66 clusters, 2048 rows are 96
-// units, all in stream-K runs; 3000 rows are 144 units (the last row tile ragged), one round of whole units and
-// then stream-K. 4096 rows are 192 units of whole units round-robin, where the kernel rounds v's weights itself and
-// counts the slices on the handle's words, which each launch must leave at zero (head_gemm/weight_prep.cuh); the
-// replays with new weights would read a stale rounded copy otherwise. (Whether stream-K runs depends on the
-// resident cluster count: on other GPUs these shapes may take whole units only; gpu-check also runs every audio
-// test with GK_AUDIO_STREAM_K=any-fill and with GK_AUDIO_V_ROUND=pass and fused-fallback.)
-class AudioStreamK : public GpuParamTest<int64_t> {};
+// State that CTAs of one launch hand each other outside the caller's tensors: stream-K's cuts on the persistent tf32
+// kernel (in the workspace, under the call's epoch), and v's weights, which that kernel rounds itself and hands
+// over by counting on the handle's words, which each launch must leave at zero (head_gemm/weight_prep.cuh); and
+// the rounded copies in the workspace. Whatever the workspace held before, repeated calls, and replays of one
+// captured graph with new inputs in between and an eager call among them, give the eager call's bits; a stale
+// rounded copy or count would show. On the H200's 66 clusters: 128 and 512 rows take the split kernel (K split over
+// clusters of 4, and none); 2048 rows are 96 units, all in stream-K runs; 3000 rows are 144 units (the last row tile
+// ragged), one round of whole units and then stream-K; 4096 rows are 192 units of whole units round-robin, where the
+// kernel rounds v's weights itself. (Whether stream-K runs depends on the resident cluster count: on other GPUs these
+// shapes may take whole units only; gpu-check also runs every audio test with GK_AUDIO_STREAM_K=any-fill and with
+// GK_AUDIO_V_ROUND=pass and fused-fallback.)
+class AudioCrossCta : public GpuParamTest<int64_t> {};
 
-TEST_P(AudioStreamK, RepeatsAndReplaysGiveEagerBits) {
+TEST_P(AudioCrossCta, RepeatsAndReplaysGiveEagerBits) {
   const int64_t rows = GetParam();
   AudioProblem p({1, rows, 1024, 8, 128, 1e-6f, GK_PRECISION_TF32});
   const auto bits = [&] { return p.output_bits(stream()); };
@@ -280,7 +282,8 @@ TEST_P(AudioStreamK, RepeatsAndReplaysGiveEagerBits) {
   cudaGraphDestroy(graph);
 }
 
-INSTANTIATE_TEST_SUITE_P(StreamK, AudioStreamK, ::testing::Values(int64_t(2048), int64_t(3000), int64_t(4096)),
+INSTANTIATE_TEST_SUITE_P(Tf32, AudioCrossCta,
+                         ::testing::Values(int64_t(128), int64_t(512), int64_t(2048), int64_t(3000), int64_t(4096)),
                          [](const auto& info) { return "tf32_rows" + std::to_string(info.param); });
 
 // NaN inputs propagate as NaN. A signalling NaN whose payload lies only in the low 13 mantissa bits (which the

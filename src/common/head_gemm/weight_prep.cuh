@@ -8,20 +8,17 @@
 // them counts the slice done with a release. The unit order (unit_order.hpp) keeps that segment's tiles out of the
 // first round; before loading the first of them, a CTA's TMA thread waits until every slice is counted.
 //
-// A CTA must never wait for one that is not running. The grid is sized to the clusters that can be resident, but
-// nothing guarantees they are (another context, MPS limits), so the wait is bounded: past `wait_ns` the TMA thread
+// A CTA must never wait for one that is not running (the hand-off's wait is bounded): past `wait_ns` the TMA thread
 // rounds all the weights itself (the same values other CTAs write or wrote, so the overlap is harmless) and goes
 // on. Slow, never stuck.
 //
-// The two counters live in device memory that the handle zeroes once, and every launch leaves them at zero:
-// sync[0] counts slices done; sync[1] counts CTAs whose TMA thread will not read sync[0] again (after its wait, or
-// at its end if it had none), each arriving only after its own slice is counted. The arrival that completes
-// sync[1] resets both: every slice has been counted and nobody reads sync[0] any more. A replayed CUDA graph finds
-// them at zero too. Two launches must not run at once on one set of counters (a handle serves one call at a time).
+// The slices are handed over through device/grid_handoff.cuh on the handle's two words: every CTA is a writer
+// (its slice) and, with tiles of that segment, a reader.
 #pragma once
 
 #include <cstdint>
 
+#include "common/device/grid_handoff.cuh"
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
 
@@ -31,7 +28,7 @@ struct WeightPrep {
   const uint4* src;  // the caller's weights of segment `seg`
   uint4* dst;        // their rounded copy, which the segment's tensor map reads
   long long vec;     // 16-byte elements
-  unsigned* sync;    // [2], zero between launches
+  unsigned* sync;    // the hand-off's two words
   int seg;           // -1: no preparation
   unsigned long long wait_ns;  // 0: every CTA takes the fallback (tests)
 };
@@ -49,29 +46,15 @@ struct PrepSmem {
 
 namespace prep_detail {
 
-__device__ __forceinline__ unsigned ld_relaxed(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void add_release(unsigned* p) {
-  asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(p) : "memory");
-}
-__device__ __forceinline__ unsigned add_acq_rel(unsigned* p) {
-  unsigned old;
-  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(old) : "l"(p) : "memory");
-  return old;
-}
-__device__ __forceinline__ void fence_acq_rel() { asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); }
-__device__ __forceinline__ unsigned long long now_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-  return t;
-}
 __device__ __forceinline__ uint4 rounded(uint4 v) {
   uint32_t x[4] = {v.x, v.y, v.z, v.w};
   device::round_tf32_for_mma(x);
   return make_uint4(x[0], x[1], x[2], x[3]);
+}
+
+// Every CTA writes a slice; all of them count out.
+__device__ __forceinline__ device::GridHandoff handoff(const WeightPrep& p, int ctas) {
+  return device::GridHandoff{p.sync, static_cast<unsigned>(ctas), static_cast<unsigned>(ctas)};
 }
 
 }  // namespace prep_detail
@@ -106,35 +89,20 @@ __device__ __forceinline__ void prep_round_slice(const WeightPrep& p, const Prep
     if (t == 0 && c + 2 < chunks) issue(c + 2);
   }
   if (t == 0) {
-    prep_detail::add_release(p.sync);
+    device::handoff_count(prep_detail::handoff(p, ctas));
     device::mbar_arrive(s.done);
   }
 }
 
-// The TMA thread's arrival on sync[1], once it will not read sync[0] again and its own slice is counted.
+// The TMA thread's count-out, once it will not wait again and its own slice is counted.
 __device__ __forceinline__ void prep_leave(const WeightPrep& p, const PrepSmem& s, int ctas) {
   device::mbar_wait(s.done, 0);
-  if (prep_detail::add_acq_rel(p.sync + 1) == static_cast<unsigned>(ctas) - 1) {
-    *reinterpret_cast<volatile unsigned*>(p.sync) = 0;
-    *reinterpret_cast<volatile unsigned*>(p.sync + 1) = 0;
-  }
+  device::handoff_leave(prep_detail::handoff(p, ctas));
 }
 
 // The TMA thread, before its first load of the prepared segment: every slice rounded and visible to its TMA loads.
 __device__ __forceinline__ void prep_wait_all(const WeightPrep& p, const PrepSmem& s, int ctas) {
-  const unsigned long long t0 = prep_detail::now_ns();
-  bool all = false;
-  while (p.wait_ns > 0) {  // 0: straight to the fallback (tests)
-    if (prep_detail::ld_relaxed(p.sync) >= static_cast<unsigned>(ctas)) {
-      all = true;
-      break;
-    }
-    if (prep_detail::now_ns() - t0 > p.wait_ns) break;
-    __nanosleep(64);
-  }
-  if (all) {
-    prep_detail::fence_acq_rel();  // with the relaxed read of the count: acquires every slice's release
-  } else {
+  if (!device::handoff_wait(prep_detail::handoff(p, ctas), p.wait_ns)) {
     // One thread for the lot, one load in flight (more spill in the producer's 40 registers): a few hundred ms
     // for 4 MB, but only where the other CTAs did not all run at once.
     for (long long i = 0; i < p.vec; ++i) p.dst[i] = prep_detail::rounded(p.src[i]);
