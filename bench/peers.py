@@ -3,7 +3,7 @@
 `gk bench --json` into one markdown table and one chart per suite.
 
 Run on the GPU machine (torch, matplotlib):
-    python3 bench/peers.py --ours gk-bench.json --out bench/results
+    python3 bench/peers.py --ours gk-bench-047.json --ours gk-bench-054.json --out bench/results
 The tables and charts come from bench/render.py, which can also re-merge new `gk bench` numbers with a stored
 peers.json without timing the peers again.
 
@@ -36,7 +36,7 @@ from torch_reference import (BF16, audio_inputs, audio_qkv, gemma3_inputs, gemma
                              rotate_half)
 
 sys.path.insert(0, str(ROOT / "bench"))
-from render import peers_of, write_suite  # noqa: E402
+from render import load_ours, peers_of, write_suite  # noqa: E402
 
 def log(msg):
     print(msg, flush=True)
@@ -206,7 +206,7 @@ def bench_suite(suite, peers, timer, sets, seed):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ours", help="gk bench --json output to merge")
+    ap.add_argument("--ours", action="append", help="gk bench --json output to merge (repeatable)")
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--suites", default="054,047")
     ap.add_argument("--sets", type=int, default=3)
@@ -218,7 +218,7 @@ def main():
     for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit"):
         if hasattr(torch._dynamo.config, knob):
             setattr(torch._dynamo.config, knob, 256)
-    ours = json.loads(pathlib.Path(args.ours).read_text()) if args.ours else {"suites": []}
+    ours = load_ours(args.ours)
     timer = Timer()
     all_results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "suites": {}}
     for sid in args.suites.split(","):

@@ -2,7 +2,8 @@
 """Merges `gk bench --json` results with the peers' timings (bench/peers.py's peers.json) into one markdown table
 and one log-scale chart per suite. Needs matplotlib only, so new gemma-kernels numbers can be merged with stored
 peer timings on any machine:
-    python3 bench/render.py --ours bench/results/gk-bench.json --peers bench/results/peers.json --out bench/results
+    python3 bench/render.py --ours bench/results/gk-bench-047.json --ours bench/results/gk-bench-054.json \
+        --peers bench/results/peers.json --out bench/results
 """
 import argparse
 import json
@@ -108,16 +109,29 @@ def write_suite(out, suite, ours, peer_results):
     return table
 
 
+def load_ours(paths):
+    """One or more `gk bench --json` files (one per suite: each suite timed in a process of its own, as the official
+    harness runs each problem) as one: the first file's metadata, every file's suites."""
+    ours = {"suites": []}
+    for i, p in enumerate(paths or []):
+        d = json.loads(pathlib.Path(p).read_text())
+        if i == 0:
+            ours = dict(d)
+            ours["suites"] = []
+        ours["suites"] += d.get("suites", [])
+    return ours
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ours", required=True, help="gk bench --json output")
+    ap.add_argument("--ours", required=True, action="append", help="gk bench --json output (repeatable)")
     ap.add_argument("--peers", required=True, help="peers.json written by bench/peers.py")
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--suites", default="054,047")
     args = ap.parse_args()
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    ours = json.loads(pathlib.Path(args.ours).read_text())
+    ours = load_ours(args.ours)
     peer_results = json.loads(pathlib.Path(args.peers).read_text())
     for sid in args.suites.split(","):
         suite = json.loads(next((ROOT / "suites").glob(f"{sid}_*.json")).read_text())
