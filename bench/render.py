@@ -9,6 +9,7 @@ import argparse
 import json
 import math
 import pathlib
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -118,6 +119,10 @@ def load_ours(paths):
         if i == 0:
             ours = dict(d)
             ours["suites"] = []
+        else:
+            for key in ("git_commit", "timer"):
+                if d.get(key) != ours.get(key):
+                    sys.exit(f"render.py: {p} has {key} {d.get(key)!r}, {paths[0]} {ours.get(key)!r}")
         ours["suites"] += d.get("suites", [])
     return ours
 

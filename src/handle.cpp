@@ -29,7 +29,6 @@ Status create_handle(gk_handle_t* out) {
   GK_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&h->device), "gk_handle_create", "cudaGetDevice"));
   GK_RETURN_IF_ERROR(h->gemm.init());
   GK_RETURN_IF_ERROR(h->side.init());
-  GK_RETURN_IF_ERROR(h->sync.init());
   // Distinct across handles and processes; random_device may throw where it has no source, and the clock and the
   // handle's address still differ then.
   uint64_t seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) * 0x9e3779b97f4a7c15ull ^
@@ -42,17 +41,6 @@ Status create_handle(gk_handle_t* out) {
   h->epoch = seed;
   *out = h.release();
   return Status::Ok();
-}
-
-SyncWords::~SyncWords() {
-  if (words_ != nullptr) cudaFree(words_);
-}
-
-Status SyncWords::init() {
-  constexpr const char* kOp = "gk_handle_create";
-  GK_RETURN_IF_ERROR(cuda_status(cudaMalloc(reinterpret_cast<void**>(&words_), kCount * sizeof(unsigned)), kOp, "cudaMalloc"));
-  // Synchronous: zero before any stream of the caller's can use them.
-  return cuda_status(cudaMemset(words_, 0, kCount * sizeof(unsigned)), kOp, "cudaMemset");
 }
 
 SideStream::~SideStream() {

@@ -62,31 +62,12 @@ class SideScope {
   bool forked_ = false, joined_ = false;
 };
 
-// A few words of device memory, zeroed once, that kernels count on across their CTAs and leave at zero when they
-// finish (head_gemm/weight_prep.cuh): no per-call clearing, and CUDA-graph replays find them clear.
-class SyncWords {
- public:
-  static constexpr int kCount = 64;
-  SyncWords() = default;
-  ~SyncWords();
-  SyncWords(const SyncWords&) = delete;
-  SyncWords& operator=(const SyncWords&) = delete;
-
-  Status init();
-  // Word i (< kCount): each user of the handle owns fixed indices.
-  unsigned* word(int i) const { return words_ + i; }
-
- private:
-  unsigned* words_ = nullptr;
-};
-
 }  // namespace gk::detail
 
 struct gk_handle_st {
   int device = 0;
   gk::detail::GemmRunner gemm;
   gk::detail::SideStream side;
-  gk::detail::SyncWords sync;  // words 0, 1: the audio tf32 persistent GEMM's weight preparation
   // The next call's epoch (a random start at creation; head_gemm's launcher keeps its low 56 bits): tags the
   // cross-CTA state a launch keeps in the caller's workspace, so that what the workspace held before reads as stale
   // (head_gemm/stream_k.cuh).

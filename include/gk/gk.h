@@ -64,11 +64,8 @@ GK_API gk_tensor gk_tensor_contiguous(void* data, gk_dtype dtype, int32_t ndim, 
 
 typedef struct gk_handle_st* gk_handle_t;
 
-/* A handle owns the cuBLASLt state, cached GEMM plans and a few words of device memory that some kernels count
- * on across their CTAs (zeroed at creation, left at zero by every call); one per thread (or guard it), bound to
- * the device current at creation. Calls on one handle must not run on the device at the same time: not on two
- * streams at once, nor a captured graph's replay beside another call of the same handle. Use one handle per
- * stream for that. */
+/* A handle owns the cuBLASLt state and cached GEMM plans; one per thread (or guard it), bound to the device
+ * current at creation. */
 GK_API gk_status gk_handle_create(gk_handle_t* handle);
 GK_API gk_status gk_handle_destroy(gk_handle_t handle);
 

@@ -33,12 +33,13 @@ enum class Tf32Path { kCublas, kSplit, kPersistent };
 // pinned kernel can take (fused: the split kernel for one wave, the persistent one beyond).
 Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, Tf32Path* path);
 
-// The persistent tf32 path: one GEMM launch (q and k read truncated) that rounds v's weights into `rounded_wv`
-// (heads * 128 * hidden floats of workspace) itself, counting on the two zeroed words at `prep_sync` (the handle's:
-// head_gemm/weight_prep.cuh); stream-K where head_gemm/stream_k_plan.hpp takes it and `sk_scratch` (workspace the
-// call does not otherwise use) holds the state of its cuts; `epoch`: the call's (gk_handle_st::next_epoch).
+// The persistent tf32 path: one GEMM launch (q and k read truncated) with v's weights rounded into `rounded_wv`
+// (heads * 128 * hidden floats of workspace) by the kernel itself where that pays (head_gemm/weight_prep.cuh),
+// else by a pass before it; stream-K where head_gemm/stream_k_plan.hpp takes it. `sk_scratch` (workspace the call
+// does not otherwise use) holds stream-K's state and the weight preparation's slots, under `epoch`, the call's
+// (gk_handle_st::next_epoch).
 Status launch_qkv_head_gemm_tf32(const QkvGemmParams& params, float* rounded_wv, void* sk_scratch,
-                                 size_t sk_scratch_bytes, uint64_t epoch, unsigned* prep_sync, cudaStream_t stream);
+                                 size_t sk_scratch_bytes, uint64_t epoch, cudaStream_t stream);
 // dst[i * elems_each + j] = src[i][j] rounded to tf32 for the tensor cores (device::round_tf32_for_mma), i < count
 // (1..3); the launch that reads dst may be a programmatic dependent.
 Status launch_round_tf32(const float* const* src, int count, float* dst, int64_t elems_each, cudaStream_t stream);

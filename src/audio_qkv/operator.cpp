@@ -156,7 +156,7 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
     if (tf32_path == audio::Tf32Path::kPersistent) {
       // The cuBLASLt workspace is idle on this path: it holds the stream-K state.
       return audio::launch_qkv_head_gemm_tf32(p, ws.rounded, ws.gemm_workspace, detail::kGemmWorkspaceBytes,
-                                              handle->next_epoch(), handle->sync.word(0), stream);
+                                              handle->next_epoch(), stream);
     }
     return c.precision == GK_PRECISION_TF32 ? audio::launch_qkv_gemm_tf32(p, ws.rounded, ws.rounded_floats, stream)
                                             : audio::launch_qkv_gemm_3xtf32(p, ws.split_a, ws.split_floats, stream);

@@ -108,8 +108,9 @@ struct ThreeTf32Kernel : RawActivations<false> {
   static auto get() { return audio_qkv_3xtf32_kernel<kSplit>; }
 };
 
-// The persistent kernel reads the weights from a rounded copy: rounding them in shared memory by the producer
-// warpgroup's spare warps measured far slower (054 mean 130.0 against 88.6 us, docs/perf-log.md v7).
+// The persistent kernel reads v's weights from a rounded copy (which its idle producer warps may write themselves:
+// weight_prep.cuh): rounding each stage's weight tile in the ring instead measured far slower (054 mean 130.0
+// against 88.6 us, docs/perf-log.md v7).
 using HeadCfg = head_gemm::Config<head_gemm::Operand::kTf32>;
 
 // The shape alone, for the path choice: the operator's contract already guarantees 16-byte aligned tensors.
@@ -177,7 +178,7 @@ Status qkv_gemm_tf32_chosen(int64_t rows, int64_t hidden, int64_t heads, Tf32Pat
 }
 
 Status launch_qkv_head_gemm_tf32(const QkvGemmParams& p, float* rounded_wv, void* sk_scratch, size_t sk_scratch_bytes,
-                                 uint64_t epoch, unsigned* prep_sync, cudaStream_t stream) {
+                                 uint64_t epoch, cudaStream_t stream) {
   // Stream-K takes a mostly idle last round's clusters back (docs/perf-log.md v13); GK_AUDIO_STREAM_K=off deals
   // whole units round-robin throughout, =any-fill takes stream-K whatever the last round's fill (comparisons).
   enum { kOn = 0, kOff = 1, kAnyFill = 2 };  // the choices' indices
@@ -185,8 +186,10 @@ Status launch_qkv_head_gemm_tf32(const QkvGemmParams& p, float* rounded_wv, void
   if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_STREAM_K", "on|off|any-fill");
   // v's weights are rounded by the GEMM's idle producer warps during its first round where that pays
   // (head_gemm/weight_prep.cuh, prep_pays), else by a pass before it (the GEMM then starts as its programmatic
-  // dependent). GK_AUDIO_V_ROUND pins the first everywhere (=fused), the second (=pass), or the first everywhere
-  // with every CTA taking its fallback, rounding all of them itself (=fused-fallback: tests only).
+  // dependent). The first hands the slices over under the call's epoch, which a replayed CUDA graph repeats, so
+  // under stream capture the pass runs. GK_AUDIO_V_ROUND pins the first everywhere (=fused; still the pass under
+  // capture), the second (=pass), or the first everywhere with every CTA taking its fallback, rounding all of them
+  // itself (=fused-fallback: tests only).
   enum { kFusedRound = 0, kPass = 1, kFallback = 2 };  // the choices' indices
   static const int v_round = detail::env_choice("GK_AUDIO_V_ROUND", {"fused", "pass", "fused-fallback"});
   if (v_round == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_V_ROUND", "fused|pass|fused-fallback");
@@ -210,14 +213,21 @@ Status launch_qkv_head_gemm_tf32(const QkvGemmParams& p, float* rounded_wv, void
     o.sk_epoch = epoch;
     o.sk_any_fill = forced == kAnyFill;
   }
-  bool in_kernel = v_round != kPass;
-  if (v_round == detail::kEnvUnset) GK_RETURN_IF_ERROR((head_gemm::prep_pays<HeadCfg, HeadQkvEpilogue>(kOp, o, &in_kernel)));
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  GK_RETURN_IF_ERROR(detail::cuda_status(cudaStreamIsCapturing(stream, &capture), kOp, "cudaStreamIsCapturing"));
+  unsigned long long* slots = head_gemm::prep_slots_in(sk_scratch, sk_scratch_bytes);
+  bool pays = false;
+  GK_RETURN_IF_ERROR((head_gemm::prep_pays<HeadCfg, HeadQkvEpilogue>(kOp, o, &pays)));
+  o.lag_last_segment = pays;  // by the shape alone: the same bits whichever way v's weights get rounded
+  const bool in_kernel = (v_round == detail::kEnvUnset ? pays : v_round != kPass) &&
+                         capture == cudaStreamCaptureStatusNone && slots != nullptr;
   if (!in_kernel) {
     GK_RETURN_IF_ERROR(launch_round_tf32(&p.wv, 1, rounded_wv, int64_t(p.heads) * 128 * p.k_dim, stream));
   } else {
     o.prep_seg = 2;
     o.prep_src = p.wv;
-    o.prep_sync = prep_sync;
+    o.prep_slots = slots;
+    o.prep_epoch = epoch;
     if (v_round == kFallback) o.prep_wait_ns = 0;
   }
   return head_gemm::launch<HeadCfg, HeadQkvEpilogue>(kOp, o, ep, stream, /*after_pdl_producer=*/!in_kernel);

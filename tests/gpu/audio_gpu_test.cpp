@@ -218,17 +218,17 @@ INSTANTIATE_TEST_SUITE_P(Rounding, AudioRounding, ::testing::ValuesIn(rounding_c
   return mode_name(info.param.precision) + "_rows" + std::to_string(info.param.rows);
 });
 
-// State that CTAs of one launch hand each other outside the caller's tensors: stream-K's cuts on the persistent tf32
-// kernel (in the workspace, under the call's epoch), and v's weights, which that kernel rounds itself and hands
-// over by counting on the handle's words, which each launch must leave at zero (head_gemm/weight_prep.cuh); and
-// the rounded copies in the workspace. Whatever the workspace held before, repeated calls, and replays of one
-// captured graph with new inputs in between and an eager call among them, give the eager call's bits; a stale
-// rounded copy or count would show. On the H200's 66 clusters: 128 and 512 rows take the split kernel (K split over
-// clusters of 4, and none); 2048 rows are 96 units, all in stream-K runs; 3000 rows are 144 units (the last row tile
-// ragged), one round of whole units and then stream-K; 4096 rows are 192 units of whole units round-robin, where the
-// kernel rounds v's weights itself. (Whether stream-K runs depends on the resident cluster count: on other GPUs these
-// shapes may take whole units only; gpu-check also runs every audio test with GK_AUDIO_STREAM_K=any-fill and with
-// GK_AUDIO_V_ROUND=pass and fused-fallback.)
+// State that CTAs of one launch hand each other outside the caller's tensors, in the workspace under the call's
+// epoch: stream-K's cuts on the persistent tf32 kernel, and the slices of v's weights that kernel rounds itself
+// (head_gemm/weight_prep.cuh; under stream capture a pass rounds them instead, so the replays below also check the
+// two give the same bits); and the rounded copies in the workspace. Whatever the workspace held before, repeated
+// calls, and replays of one captured graph with new inputs in between and an eager call among them, give the eager
+// call's bits; a stale rounded copy or mark would show. On the H200's 66 clusters: 128 and 512 rows take the split
+// kernel (K split over clusters of 4, and none); 2048 rows are 96 units, all in stream-K runs; 3000 rows are 144
+// units (the last row tile ragged), one round of whole units and then stream-K; 4096 rows are 192 units of whole
+// units round-robin; at 3000 and 4096 the eager calls round v's weights in the kernel. (Whether stream-K runs
+// depends on the resident cluster count: on other GPUs these shapes may take whole units only; gpu-check also runs
+// every audio test with GK_AUDIO_STREAM_K=any-fill and with GK_AUDIO_V_ROUND=pass, fused and fused-fallback.)
 class AudioCrossCta : public GpuParamTest<int64_t> {};
 
 TEST_P(AudioCrossCta, RepeatsAndReplaysGiveEagerBits) {

@@ -34,23 +34,38 @@ struct Operands {
   uint64_t sk_epoch = 0;
   bool sk_any_fill = false;  // stream-K whatever the last round's fill (for measurements)
   // tf32: the kernel itself rounds segment `prep_seg`'s weights (the last segment) from `prep_src` into w[prep_seg]
-  // (weight_prep.cuh), counting on `prep_sync` (two zeroed words only this launch uses while it runs), and keeps
-  // that segment's tiles out of the first round (unit_order.hpp). -1: the weights are read as given.
+  // (weight_prep.cuh), handing the slices over on `prep_slots` (one per CTA: prep_slots_in) under `prep_epoch`.
+  // -1: the weights are read as given. Epoch-tagged: not for a launch under stream capture.
+  // `lag_last_segment`: the last segment's tiles of the first row pairs wait behind the other segments' tiles
+  // (unit_order.hpp), so that a first round without them hides the preparation. Set from the shape alone
+  // (prep_pays), not from whether the kernel prepares: the order decides which tiles stream-K cuts, hence the bits,
+  // and a call must give the same bits with the preparation as with a pass before it (under capture, or pinned).
+  bool lag_last_segment = false;
   int prep_seg = -1;
   const void* prep_src = nullptr;
-  unsigned* prep_sync = nullptr;
+  unsigned long long* prep_slots = nullptr;
+  uint64_t prep_epoch = 0;
   uint64_t prep_wait_ns = 200000;  // how long a CTA waits for the others' slices before rounding them itself
 };
 
-// Stream-K scratch: the state words, then one 128 x 256 fp32 partial tile per (boundary, rank).
+// The scratch of stream-K and of the weight preparation: stream-K's state words, the preparation's slots, then
+// stream-K's partial tiles, one 128 x 256 fp32 tile per (boundary, rank).
 inline constexpr size_t kSkFlagBytes = 4096;                      // up to 256 boundaries x 2 ranks x 8 bytes
+inline constexpr size_t kPrepSlotBytes = 4096;                    // up to 512 CTAs x 8 bytes
+inline constexpr size_t kSkPartialsAt = kSkFlagBytes + kPrepSlotBytes;
 inline constexpr size_t kSkPartialBytes = size_t(128) * 256 * 4;  // one CTA's tile
 // The boundaries a scratch of `bytes` holds state and partials for.
 inline int64_t sk_boundaries(size_t bytes) {
-  if (bytes <= kSkFlagBytes) return 0;
-  const int64_t by_partials = int64_t((bytes - kSkFlagBytes) / (2 * kSkPartialBytes));
+  if (bytes <= kSkPartialsAt) return 0;
+  const int64_t by_partials = int64_t((bytes - kSkPartialsAt) / (2 * kSkPartialBytes));
   const int64_t by_flags = int64_t(kSkFlagBytes / 16);
   return by_partials < by_flags ? by_partials : by_flags;
+}
+// The preparation's slots in a scratch of `bytes` (null where it is too small).
+inline unsigned long long* prep_slots_in(void* scratch, size_t bytes) {
+  return scratch != nullptr && bytes >= kSkPartialsAt
+             ? reinterpret_cast<unsigned long long*>(static_cast<char*>(scratch) + kSkFlagBytes)
+             : nullptr;
 }
 
 inline int64_t head_pairs(int64_t heads) { return (heads + 1) / 2; }
@@ -121,20 +136,24 @@ inline GridPlan plan_grid(const Operands& o, int units, int k_blocks, int reside
   return plan;
 }
 
-// Whether the kernel's own weight preparation (Operands::prep_seg) beats a pass before it: where a first round of
-// the other segments' tiles hides it, that is past one round of units with the first round whole units. In one
-// round (M = 1024 in the audio suite) the prepared segment's tiles wait for it from the start (+3 us against the
-// pass), and with stream-K from the first unit on (M = 2048) +0.5 us (docs/perf-log.md v14).
+// Whether the kernel's own weight preparation of the last segment (Operands::prep_seg) beats a pass before it:
+// where a first round of the other segments' tiles hides it, that is past one round of units, with the first round
+// whole units and the other segments' tiles enough to fill it. In one round (M = 1024 in the audio suite) the
+// prepared segment's tiles wait for it from the start (+3 us against the pass), and with stream-K from the first
+// unit on (M = 2048) +0.5 us (docs/perf-log.md v14).
 template <class Cfg, class Epilogue>
 Status prep_pays(const char* op, const Operands& o, bool* pays) {
   *pays = false;
-  if (!shape_supported<Cfg>(o)) return Status::Ok();
+  if (!shape_supported<Cfg>(o) || o.segments < 2) return Status::Ok();
   int resident = 0;
   GK_RETURN_IF_ERROR((resident_clusters<Cfg, Epilogue>(op, &resident)));
   const int64_t units = units_of<Cfg>(o);
-  if (resident < 1 || units <= resident) return Status::Ok();
+  if (resident < 1 || units <= resident || 2 * int64_t(resident) * 8 > int64_t(kPrepSlotBytes)) return Status::Ok();
+  int64_t early = 0;
+  for (int s = 0; s + 1 < o.segments; ++s) early += head_pairs(o.heads[s]);
+  const int64_t pairs = (o.m + 2 * Cfg::kBM - 1) / (2 * Cfg::kBM);
   const GridPlan plan = plan_grid(o, static_cast<int>(units), static_cast<int>(o.k / Cfg::kBK), resident);
-  *pays = plan.sk.run == 0 || plan.sk.unit0 >= plan.clusters;
+  *pays = (plan.sk.run == 0 || plan.sk.unit0 >= plan.clusters) && pairs * early >= plan.clusters;
   return Status::Ok();
 }
 
@@ -184,7 +203,7 @@ Status launch(const char* op, const Operands& o, const typename Epilogue::Params
   g.sk_run = plan.sk.run;
   if (plan.sk.run > 0) {
     g.sk.flags = static_cast<unsigned long long*>(o.sk_scratch);
-    g.sk.partials = reinterpret_cast<float*>(static_cast<char*>(o.sk_scratch) + kSkFlagBytes);
+    g.sk.partials = reinterpret_cast<float*>(static_cast<char*>(o.sk_scratch) + kSkPartialsAt);
     g.sk.epoch = o.sk_epoch & ((uint64_t(1) << 56) - 1);
   }
   g.order = UnitOrder{g.units / g.n_tiles, g.n_tiles, 0, 0};
@@ -193,16 +212,19 @@ Status launch(const char* op, const Operands& o, const typename Epilogue::Params
   if (o.prep_seg >= 0) {
     const int s = o.prep_seg;
     const auto aligned = [](const void* p) { return p != nullptr && reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-    if (!Cfg::kTf32 || s != o.segments - 1 || !aligned(o.prep_src) || o.prep_sync == nullptr) {
+    if (!Cfg::kTf32 || s != o.segments - 1 || !aligned(o.prep_src) || o.prep_slots == nullptr ||
+        2 * size_t(clusters) * 8 > kPrepSlotBytes) {
       return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: a weight preparation the head-tiled GEMM cannot take", op);
     }
     g.prep.src = static_cast<const uint4*>(o.prep_src);
     g.prep.dst = static_cast<uint4*>(const_cast<void*>(o.w[s]));
     g.prep.vec = static_cast<long long>(o.heads[s] * Cfg::kHeadDim * o.k / 4);  // K is whole K-blocks
-    g.prep.sync = o.prep_sync;
+    g.prep.slots = device::EpochSlots{o.prep_slots, o.prep_epoch, 2u * static_cast<unsigned>(clusters)};
     g.prep.seg = s;
     g.prep.wait_ns = o.prep_wait_ns;
-    g.order.early = s == 0 ? 0 : g.seg_end[s - 1];
+  }
+  if (o.lag_last_segment && o.segments >= 2) {
+    g.order.early = g.seg_end[o.segments - 2];
     g.order.lag = unit_lag(g.order.pairs, g.n_tiles, g.order.early, clusters);
   }
   const dim3 grid(static_cast<unsigned>(clusters), 1, Cfg::kClusterSize);

@@ -79,6 +79,8 @@ struct Config {
   static constexpr size_t kBarrierBytes = kTf32 ? 1024 : 8 * 2 * kStages;
   static constexpr size_t kSmemBytes =
       1024 + size_t(kStages) * kStageBytes + kBarrierBytes + (kTf32 ? PrepSmem::kBytes : 0);
+  // Within the 227 KB a CTA may have, with room for stream_k_meet's static word (ptxas: 16 bytes).
+  static_assert(kSmemBytes + 64 <= 227 * 1024, "shared memory per CTA");
   // setmaxnreg moves registers within what the CTA was launched with (168 per thread under
   // __launch_bounds__(384, 1)); an increase that the freed registers cannot cover waits forever.
   static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
@@ -136,7 +138,6 @@ template <class Cfg>
 __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, const CUtensorMap* a_map,
                                         const CUtensorMap* w0, const CUtensorMap* w1, const CUtensorMap* w2,
                                         int rank) {
-  const int ctas = static_cast<int>(gridDim.x) * Cfg::kClusterSize;
   bool prepared = g.prep.seg < 0;  // the prepared segment's weights are ready for this thread's TMA reads
   device::tma_prefetch_descriptor(a_map);
   device::tma_prefetch_descriptor(w0);
@@ -152,7 +153,7 @@ __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, co
     const Tile t = decode_unit(g, wk.unit, rank);
     if constexpr (Cfg::kTf32) {
       if (!prepared && t.seg == g.prep.seg) {
-        prep_wait_all(g.prep, ring.prep(), ctas);
+        prep_wait_all(ring.prep());
         prepared = true;
       }
     }
@@ -166,9 +167,6 @@ __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, co
       device::tma_load_2d_multicast(ring.b(s) + rank * Cfg::kHeadBytesB, w, ring.full(s), kb * Cfg::kBK, w_row,
                                     0x3);
     }
-  }
-  if constexpr (Cfg::kTf32) {
-    if (!prepared) prep_leave(g.prep, ring.prep(), ctas);  // none of its units read the prepared weights
   }
 }
 
@@ -269,7 +267,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       const PrepSmem ps = ring.prep();
       device::mbar_init(ps.barrier(0), 1);
       device::mbar_init(ps.barrier(1), 1);
-      device::mbar_init(ps.done, 1);
+      device::mbar_init(ps.ready, 1);
     }
     device::mbar_fence_init();
   }
