@@ -3,7 +3,7 @@
 // the CTA-level barrier that orders its threads' stores (the release is cumulative). A reader polls the slots it
 // needs until they carry the epoch, then acquires.
 //
-// Nothing is cleared per call: a slot from an earlier call holds another epoch (a 56-bit counter from a random start
+// Nothing is cleared per call: a slot from an earlier call holds another epoch (a 64-bit counter from a random start
 // per handle) and reads as not ready, so garbage matches only by chance. Nothing is shared between calls either:
 // calls that may run at once use distinct workspaces, as they must for the data itself. But a CUDA graph replays one
 // epoch, and a replay would find the previous replay's marks: launches under stream capture must not use this (the

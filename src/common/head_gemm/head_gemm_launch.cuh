@@ -38,8 +38,10 @@ struct Operands {
   // -1: the weights are read as given. Epoch-tagged: not for a launch under stream capture.
   // `lag_last_segment`: the last segment's tiles of the first row pairs wait behind the other segments' tiles
   // (unit_order.hpp), so that a first round without them hides the preparation. Set from the shape alone
-  // (prep_pays), not from whether the kernel prepares: the order decides which tiles stream-K cuts, hence the bits,
-  // and a call must give the same bits with the preparation as with a pass before it (under capture, or pinned).
+  // (prep_pays), not from whether the kernel prepares, and taken where the kernel prepares or stream-K runs: the
+  // order decides which tiles stream-K cuts, hence the bits, and a call must give the same bits with the
+  // preparation as with a pass before it (under capture, or pinned); with whole units only, the order changes no
+  // bit and the pass keeps the natural order.
   bool lag_last_segment = false;
   int prep_seg = -1;
   const void* prep_src = nullptr;
@@ -223,7 +225,7 @@ Status launch(const char* op, const Operands& o, const typename Epilogue::Params
     g.prep.seg = s;
     g.prep.wait_ns = o.prep_wait_ns;
   }
-  if (o.lag_last_segment && o.segments >= 2) {
+  if (o.lag_last_segment && o.segments >= 2 && (o.prep_seg >= 0 || plan.sk.run > 0)) {
     g.order.early = g.seg_end[o.segments - 2];
     g.order.lag = unit_lag(g.order.pairs, g.n_tiles, g.order.early, clusters);
   }

@@ -87,8 +87,8 @@ struct Config {
   static_assert(kProducerRegs * 128 + kConsumerRegs * 256 <= kLaunchRegs * kThreads, "the CTA's register pool");
 };
 
-// Unit order (unit_order.hpp): the head-pair tiles of one row pair, then the next row pair, or with a prepared
-// segment's tiles lagging behind. (Grouping row pairs so that a round of clusters covers a block of rows x tiles,
+// Unit order (unit_order.hpp): the head-pair tiles of one row pair, then the next row pair, or with the last
+// segment's tiles of the first row pairs lagging behind (Operands::lag_last_segment). (Grouping row pairs so that a round of clusters covers a block of rows x tiles,
 // for L2 locality, measured no different: docs/perf-log.md, v8.)
 __device__ __forceinline__ Tile decode_unit(const Grid& g, int unit, int rank) {
   const UnitPos pos = unit_position(g.order, unit);
