@@ -5,10 +5,13 @@
 
 #include <vector>
 
+#include "common/head_gemm/stream_k_plan.hpp"
 #include "common/head_gemm/unit_order.hpp"
 
 namespace {
 
+using gk::head_gemm::first_round_early;
+using gk::head_gemm::plan_stream_k;
 using gk::head_gemm::unit_lag;
 using gk::head_gemm::unit_position;
 using gk::head_gemm::UnitOrder;
@@ -64,6 +67,20 @@ TEST(UnitOrder, LaggedOrderIsAPermutationWithLateTilesBehind) {
       }
     }
   }
+}
+
+// Where the persistent audio kernel rounds v's weights itself (prep_pays), for the audio suite's row counts on the
+// H200's 66 clusters: 12 head-pair tiles per row pair (8 of q and k), 32 K-blocks a unit, stream-K as planned.
+TEST(UnitOrder, FirstRoundOfQAndKTilesForTheAudioSuite) {
+  const auto takes = [](long long rows) {
+    const long long pairs = (rows + 255) / 256, units = pairs * 12;
+    const auto sk = plan_stream_k(static_cast<int>(units), 32, 66, false);
+    return first_round_early(units, pairs, 8, 66, sk.unit0, sk.run);
+  };
+  EXPECT_FALSE(takes(1024));  // 48 units: one round, v's tiles in it
+  EXPECT_FALSE(takes(2048));  // stream-K from the first unit
+  for (long long rows : {2164, 3000, 4096, 6184, 8192}) EXPECT_TRUE(takes(rows)) << rows;
+  EXPECT_FALSE(first_round_early(200, 5, 8, 66, 0, 0));  // 40 q and k tiles cannot fill 66 clusters
 }
 
 }  // namespace

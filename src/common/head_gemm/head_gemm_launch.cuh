@@ -155,7 +155,7 @@ Status prep_pays(const char* op, const Operands& o, bool* pays) {
   for (int s = 0; s + 1 < o.segments; ++s) early += head_pairs(o.heads[s]);
   const int64_t pairs = (o.m + 2 * Cfg::kBM - 1) / (2 * Cfg::kBM);
   const GridPlan plan = plan_grid(o, static_cast<int>(units), static_cast<int>(o.k / Cfg::kBK), resident);
-  *pays = (plan.sk.run == 0 || plan.sk.unit0 >= plan.clusters) && pairs * early >= plan.clusters;
+  *pays = first_round_early(units, pairs, early, plan.clusters, plan.sk.unit0, plan.sk.run);
   return Status::Ok();
 }
 

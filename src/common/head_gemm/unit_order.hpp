@@ -50,6 +50,14 @@ GK_UNIT_ORDER_FN int unit_lag(int pairs, int n_tiles, int early, int clusters) {
   return lag < pairs ? lag : pairs;
 }
 
+// Whether a first round of early tiles can hide work the late tiles wait for (the kernel's own rounding of their
+// weights: weight_prep.cuh): more units than clusters, the first round whole units (stream-K, if any, from
+// sk_unit0 >= clusters on; sk_run 0: none), and enough early tiles to fill it.
+GK_UNIT_ORDER_FN bool first_round_early(long long units, long long pairs, long long early, int clusters,
+                                        int sk_unit0, int sk_run) {
+  return clusters > 0 && units > clusters && (sk_run == 0 || sk_unit0 >= clusters) && pairs * early >= clusters;
+}
+
 }  // namespace gk::head_gemm
 
 #undef GK_UNIT_ORDER_FN
