@@ -13,8 +13,9 @@
 //
 // q and k may skip the rounding (p.qk_truncated): the tensor cores then truncate their operands, and truncation's
 // error is rounding's (same spread) plus a bias proportional to the product itself, which the per-head RMSNorm
-// divides out wherever a head's mean square is well above eps (docs/perf-log.md v13). Their CTAs read the caller's activations (hs_raw_map), wait for no pass and
-// run their consumers straight off the TMA barriers; only v's CTAs round.
+// divides out wherever a head's mean square is well above eps (docs/perf-log.md v13). Their CTAs read the
+// caller's activations (hs_raw_map), wait for no pass and run their consumers straight off the TMA barriers; only
+// v's CTAs round.
 //
 // History (docs/perf-log.md): one producer warpgroup loading through registers and rounding on the way had one
 // K-block of loads in flight and ran at ~100 TFLOP/s; two such groups 148. TMA keeps the whole ring in flight;

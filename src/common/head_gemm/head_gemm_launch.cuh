@@ -150,7 +150,7 @@ Status prep_pays(const char* op, const Operands& o, bool* pays) {
   int resident = 0;
   GK_RETURN_IF_ERROR((resident_clusters<Cfg, Epilogue>(op, &resident)));
   const int64_t units = units_of<Cfg>(o);
-  if (resident < 1 || units <= resident || 2 * int64_t(resident) * 8 > int64_t(kPrepSlotBytes)) return Status::Ok();
+  if (resident < 1 || 2 * int64_t(resident) * 8 > int64_t(kPrepSlotBytes)) return Status::Ok();
   int64_t early = 0;
   for (int s = 0; s + 1 < o.segments; ++s) early += head_pairs(o.heads[s]);
   const int64_t pairs = (o.m + 2 * Cfg::kBM - 1) / (2 * Cfg::kBM);

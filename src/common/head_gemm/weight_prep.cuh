@@ -88,9 +88,7 @@ __device__ __forceinline__ void prep_round_slice(const WeightPrep& p, const Prep
     const long long c0 = lo + static_cast<long long>(c) * kChunk;
     const int n = static_cast<int>(min(static_cast<long long>(kChunk), hi - c0));
     for (int i = t; i < n; i += PrepSmem::kThreads) {
-      uint32_t x[4];
-      device::ld_shared_v4_u32(s.buffer(c % 2) + 16u * i, x);
-      p.dst[c0 + i] = prep_detail::rounded(make_uint4(x[0], x[1], x[2], x[3]));
+      p.dst[c0 + i] = prep_detail::rounded(device::ld_shared_v4(s.buffer(c % 2) + 16u * i));
     }
     // Every thread is done with the buffer before it is refilled, and (after the last chunk) every store is
     // ordered before the mark's release, which is cumulative.
