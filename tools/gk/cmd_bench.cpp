@@ -97,6 +97,7 @@ gk_testkit::WorkloadResult bench_case(const Case& c, const BenchOptions& o, cons
   w.cupti = timing.cupti;
   w.events = timing.events;
   w.activities = timing.activities;
+  w.clocks = timing.clocks;
   return w;
 }
 

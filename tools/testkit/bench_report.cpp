@@ -20,6 +20,16 @@ nlohmann::json stats_json(const TimingStats& s) {
   return {{"median_us", s.median_us}, {"min_us", s.min_us}, {"max_us", s.max_us}};
 }
 
+nlohmann::json clock_json(const ClockStats& c) {
+  if (!c.valid) return nullptr;
+  return {{"median_mhz", c.median_mhz},
+          {"min_mhz", c.min_mhz},
+          {"max_mhz", c.max_mhz},
+          {"samples", c.samples},
+          {"slowdown_reasons", clock_reason_names(c.reasons)},
+          {"slowed_fraction", c.slowed_fraction}};
+}
+
 std::string fmt(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof(b), f, v);
@@ -122,6 +132,7 @@ nlohmann::json to_json(const BenchReport& r) {
           {"sol_pct", t > 0 ? 100.0 * w.floor.us() / t : 0.0},
           {"sol_full_pct", t > 0 ? 100.0 * w.floor_full.us() / t : 0.0},
           {"activities", acts},
+          {"sm_clock", clock_json(w.clocks)},
           {"correctness",
            {{"checked", c.checked},
             {"pass", c.pass},
@@ -157,10 +168,11 @@ std::string format_table(const BenchReport& r) {
   for (const auto& s : r.suites) {
     line("");
     line("suite " + s.id + " (" + s.op + (s.precision.empty() ? "" : ", " + s.precision) + "): " + s.title);
-    std::snprintf(buf, sizeof(buf), "%-14s %-5s %-9s %-9s %9s %9s %9s%s %8s %7s %9s %6s %9s %6s", "workload", "check",
-                  "matched", "max_err", "median_us", "min_us", "max_us", both ? "  events_us  ratio" : "", "TFLOP/s",
-                  "GB/s", "floor_us", "SOL%", "nvfloor", "SOL%");
+    std::snprintf(buf, sizeof(buf), "%-14s %-5s %-9s %-9s %9s %9s %9s%s %8s %7s %9s %6s %9s %6s %6s", "workload",
+                  "check", "matched", "max_err", "median_us", "min_us", "max_us", both ? "  events_us  ratio" : "",
+                  "TFLOP/s", "GB/s", "floor_us", "SOL%", "nvfloor", "SOL%", "SM_MHz");
     line(buf);
+    std::string slowed;  // workloads timed while the driver held the clock down
     for (const auto& w : s.workloads) {
       const auto& p = w.primary();
       std::string ev;
@@ -172,8 +184,16 @@ std::string format_table(const BenchReport& r) {
                     w.check.max_abs_err, p.median_us, p.min_us, p.max_us, ev.c_str(),
                     w.cost.flops / p.median_us * 1e-6, w.cost.bytes / p.median_us * 1e-3, w.floor.us(),
                     100.0 * w.floor.us() / p.median_us, w.floor_full.us(), 100.0 * w.floor_full.us() / p.median_us);
-      line(buf);
+      std::string clock = w.clocks.valid ? fmt(" %6.0f", w.clocks.median_mhz) : "      -";
+      if (w.clocks.reasons != 0) {
+        clock += "*";
+        slowed += (slowed.empty() ? "" : "; ") + w.label + fmt(" %.0f-", w.clocks.min_mhz) +
+                  fmt("%.0f MHz, ", w.clocks.max_mhz) + clock_reason_names(w.clocks.reasons) +
+                  fmt(" in %.0f%% of samples", 100.0 * w.clocks.slowed_fraction);
+      }
+      line(buf + clock);
     }
+    if (!slowed.empty()) line("* clock held down while timing: " + slowed);
     std::snprintf(buf, sizeof(buf),
                   "suite %s: mean %.1f us (arithmetic: the KernelIndex figure), geomean %.1f us; floor mean %.1f us "
                   "(%.1f%% of SOL), NVIDIA-convention floor mean %.1f us; %s",

@@ -40,6 +40,7 @@ struct WorkloadResult {
   Correctness check;
   TimingStats cupti, events;
   std::vector<ActivityStat> activities;  // CUPTI timer only: each kernel's median start and duration
+  ClockStats clocks;                      // the SM clock while timing (NVML), where available
 
   const TimingStats& primary() const { return cupti.valid ? cupti : events; }
 };

@@ -75,7 +75,9 @@ TimingResult time_call(const std::function<void(cudaStream_t, int)>& call, cudaS
   std::vector<uint64_t> done_ns;
   done_ns.push_back(CuptiRecorder::timestamp_ns());
   const size_t scrub_n = scrub.bytes() / sizeof(int4);
+  ClockSampler clocks(device);
   for (int i = 0; i < total; ++i) {
+    if (i == o.warmup) clocks.start();
     l2_scrub_kernel<<<132 * 8, 512, 0, stream>>>(scrub.as<int4>(), scrub_n);
     GK_TK_CUDA(cudaGetLastError());
     GK_TK_CUDA(cudaEventRecord(start, stream));
@@ -90,6 +92,7 @@ TimingResult time_call(const std::function<void(cudaStream_t, int)>& call, cudaS
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   TimingResult r;
+  r.clocks = clocks.stop();
   r.iterations = o.iterations;
   if (o.events) r.events = stats(event_us);
   if (o.cupti) {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "clock_sampler.hpp"
+
 namespace gk_testkit {
 
 struct TimingStats {
@@ -32,6 +34,7 @@ struct TimingResult {
   int iterations = 0;
   TimingStats events, cupti;
   std::vector<ActivityStat> activities;  // filled by the CUPTI timer
+  ClockStats clocks;                      // over the timed iterations, where NVML is available
 };
 
 struct TimingOptions {
