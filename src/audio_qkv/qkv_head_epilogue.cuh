@@ -25,19 +25,19 @@ struct HeadQkvEpilogue {
     const float* nw = t.seg == 0 ? p.norm[0] : (t.seg == 1 ? p.norm[1] : p.norm[2]);
     float* out = (t.seg == 0 ? p.out[0] : (t.seg == 1 ? p.out[1] : p.out[2])) + t.head0 * 128;
     if (nw != nullptr) {  // uniform per CTA
+      // Per head: both rows' scales, then each weight pair loaded once for the two rows (the same columns).
 #pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
+      for (int h = 0; h < 2; ++h) {
+        const float inv0 = head_inv_rms(head_gemm::head_sum_squares(acc, 0, h), p.eps);
+        const float inv1 = head_inv_rms(head_gemm::head_sum_squares(acc, 1, h), p.eps);
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float ss = head_gemm::head_sum_squares(acc, hr, h);
-          const float inv = head_inv_rms(ss, p.eps);
-#pragma unroll
-          for (int jl = 0; jl < 16; ++jl) {
-            const float2 w = *reinterpret_cast<const float2*>(nw + 8 * jl + 2 * t4);
-            float* x = &acc[16 * h + jl][2 * hr];
-            x[0] = x[0] * inv * w.x;
-            x[1] = x[1] * inv * w.y;
-          }
+        for (int jl = 0; jl < 16; ++jl) {
+          const float2 w = __ldg(reinterpret_cast<const float2*>(nw + 8 * jl + 2 * t4));
+          float* x = acc[16 * h + jl];
+          x[0] = x[0] * inv0 * w.x;
+          x[1] = x[1] * inv0 * w.y;
+          x[2] = x[2] * inv1 * w.x;
+          x[3] = x[3] * inv1 * w.y;
         }
       }
     }
