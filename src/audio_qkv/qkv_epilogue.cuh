@@ -13,9 +13,10 @@
 namespace gk::audio {
 
 // The audio norm's scale for a head whose 128 values square-sum to ss: 1 / sqrt(mean + eps), as the correctly
-// rounded reciprocal of the correctly rounded square root. Every audio epilogue (this one and the persistent
-// kernel's, qkv_head_epilogue.cuh) multiplies by it: within 1.5 ulp of the definition's division, far inside both
-// modes' error budgets, and a division per element was most of the epilogues' instructions.
+// rounded reciprocal of the correctly rounded square root. This epilogue (both modes) multiplies by it: within 1.5
+// ulp of the definition's division, far inside both modes' error budgets, and a division per element was most of
+// the epilogues' instructions. (The persistent tf32 epilogue, qkv_head_epilogue.cuh, takes rsqrtf instead: there
+// the correctly rounded pair's slow-path branches cost 1 us of the 054 mean.)
 __device__ __forceinline__ float head_inv_rms(float ss, float eps) {
   return __frcp_rn(__fsqrt_rn(ss * (1.f / 128) + eps));
 }
