@@ -193,7 +193,8 @@ std::string format_table(const BenchReport& r) {
       }
       line(buf + clock);
     }
-    if (!slowed.empty()) line("* clock held down while timing: " + slowed);
+    // NVML's readings lag by up to ~100 ms, so on a short timing loop a reason may date from just before it.
+    if (!slowed.empty()) line("* slowdown reported by the driver while timing (readings lag ~100 ms): " + slowed);
     std::snprintf(buf, sizeof(buf),
                   "suite %s: mean %.1f us (arithmetic: the KernelIndex figure), geomean %.1f us; floor mean %.1f us "
                   "(%.1f%% of SOL), NVIDIA-convention floor mean %.1f us; %s",

@@ -40,9 +40,12 @@ std::string clock_reason_names(uint64_t reasons);
 // Median, extremes and reasons of a list of (MHz, reason bits) samples; invalid when empty.
 ClockStats summarize_clock_samples(const std::vector<std::pair<unsigned, uint64_t>>& samples);
 
-// Samples every `period_ms` on a thread of its own between start() and stop().
+// Samples every `period_ms` on a thread of its own between start() and stop(). GK_BENCH_CLOCKS=off leaves the
+// thread out (to check that it does not move the timings).
 class ClockSampler {
  public:
+  static bool enabled();
+
   explicit ClockSampler(int cuda_device, int period_ms = 5);
   ~ClockSampler();
   ClockSampler(const ClockSampler&) = delete;
