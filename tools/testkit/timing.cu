@@ -32,6 +32,38 @@ __global__ void l2_scrub_kernel(int4* p, size_t n) {
 }
 constexpr const char* kScrubKernelName = "l2_scrub_kernel";
 
+// The loop's CUDA events and CUPTI recording, released also when a call throws mid-loop: the timing kit is a
+// library (the CLI exits on the error, a test or another caller may go on, and CUPTI would still be recording).
+struct Event {
+  cudaEvent_t e = nullptr;
+  Event() { GK_TK_CUDA(cudaEventCreate(&e)); }
+  ~Event() {
+    if (e != nullptr) cudaEventDestroy(e);
+  }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+};
+struct CuptiSession {
+  CuptiRecorder& rec;
+  bool active;
+  CuptiSession(CuptiRecorder& r, bool on) : rec(r), active(on) {
+    if (active) rec.begin();
+  }
+  std::vector<GpuActivity> finish() {
+    active = false;
+    return rec.end();
+  }
+  ~CuptiSession() {
+    if (!active) return;
+    try {
+      rec.end();
+    } catch (...) {  // already unwinding from the call's error: that one is the one to report
+    }
+  }
+  CuptiSession(const CuptiSession&) = delete;
+  CuptiSession& operator=(const CuptiSession&) = delete;
+};
+
 // Per launch-order position, medians over the timed iterations that launched the same number of activities.
 std::vector<ActivityStat> activity_breakdown(std::vector<std::vector<GpuActivity>>& per_iteration,
                                              const std::vector<uint64_t>& first, int warmup) {
@@ -63,11 +95,9 @@ TimingResult time_call(const std::function<void(cudaStream_t, int)>& call, cudaS
   GK_TK_CUDA(cudaGetDevice(&device));
   GK_TK_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
   DeviceBuffer scrub(size_t(2) * size_t(l2));  // a multiple of 16 bytes
-  cudaEvent_t start, stop;
-  GK_TK_CUDA(cudaEventCreate(&start));
-  GK_TK_CUDA(cudaEventCreate(&stop));
-  auto& cupti = CuptiRecorder::instance();
-  if (o.cupti) cupti.begin();
+  const Event start_event, stop_event;
+  const cudaEvent_t start = start_event.e, stop = stop_event.e;
+  CuptiSession cupti(CuptiRecorder::instance(), o.cupti);
   std::vector<double> event_us;
   const int total = o.warmup + o.iterations;
   // Host timestamps after each iteration's completion: the GPU activity of iteration i lies between the
@@ -89,8 +119,6 @@ TimingResult time_call(const std::function<void(cudaStream_t, int)>& call, cudaS
     GK_TK_CUDA(cudaEventElapsedTime(&ms, start, stop));
     if (i >= o.warmup) event_us.push_back(1e3 * ms);
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   TimingResult r;
   r.clocks = clocks.stop();
   r.iterations = o.iterations;
@@ -98,7 +126,7 @@ TimingResult time_call(const std::function<void(cudaStream_t, int)>& call, cudaS
   if (o.cupti) {
     std::vector<uint64_t> first(total, UINT64_MAX), last(total, 0);
     std::vector<std::vector<GpuActivity>> per_iteration(total);
-    for (auto& a : cupti.end()) {
+    for (auto& a : cupti.finish()) {
       if (a.name.find(kScrubKernelName) != std::string::npos) continue;
       const auto it = std::lower_bound(done_ns.begin(), done_ns.end(), a.start_ns);  // first boundary >= start
       if (it == done_ns.begin() || it == done_ns.end()) continue;  // outside the timed loop
