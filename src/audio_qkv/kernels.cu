@@ -72,9 +72,7 @@ __global__ void __launch_bounds__(kPassThreads)
 struct RoundTf32 {
   static constexpr int kParts = 1;
   __device__ static void store(float4* out, int64_t, int64_t i, const float4& v) {
-    const uint4 u = reinterpret_cast<const uint4&>(v);
-    reinterpret_cast<uint4*>(out)[i] = make_uint4(device::round_tf32_for_mma(u.x), device::round_tf32_for_mma(u.y),
-                                                  device::round_tf32_for_mma(u.z), device::round_tf32_for_mma(u.w));
+    reinterpret_cast<uint4*>(out)[i] = device::round_tf32_for_mma(reinterpret_cast<const uint4&>(v));
   }
 };
 

@@ -15,11 +15,13 @@ namespace gk::audio {
 // The audio norm's scale for a head whose 128 values square-sum to ss: 1 / sqrt(mean + eps), as the correctly
 // rounded reciprocal of the correctly rounded square root. This epilogue (both modes) multiplies by it: within 1.5
 // ulp of the definition's division, far inside both modes' error budgets, and a division per element was most of
-// the epilogues' instructions. (The persistent tf32 epilogue, qkv_head_epilogue.cuh, takes rsqrtf instead: there
-// the correctly rounded pair's slow-path branches cost 1 us of the 054 mean.)
+// the epilogues' instructions.
 __device__ __forceinline__ float head_inv_rms(float ss, float eps) {
   return __frcp_rn(__fsqrt_rn(ss * (1.f / 128) + eps));
 }
+// The same by rsqrtf (2 ulp), for the persistent tf32 epilogue (qkv_head_epilogue.cuh): there the correctly rounded
+// pair's slow-path branches cost 1 us of the 054 mean (docs/perf-log.md v15).
+__device__ __forceinline__ float head_inv_rms_fast(float ss, float eps) { return rsqrtf(ss * (1.f / 128) + eps); }
 
 // Stores one row's two neighbouring column groups j0 and j0 + 1 (8 columns each; this thread holds columns 2 t4 and
 // 2 t4 + 1 of each, v0 and v1) as 16-byte pieces: the quad's even threads take four consecutive columns of j0 and

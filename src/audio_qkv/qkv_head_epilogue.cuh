@@ -1,10 +1,8 @@
 // The audio QKV epilogue on the persistent head-tiled GEMM (common/head_gemm): each consumer thread holds rows
 // g and g + 8 of its warp's 16, columns 8j + 2t (+1) of two heads (j < 16: the first) of q, k or v. q and k get
-// the per-head RMSNorm with weight offset 0, x / sqrt(mean(x^2) + eps) * w, here as x times rsqrtf(mean + eps)
-// (2 ulp; the correctly rounded reciprocal of the correctly rounded root, head_inv_rms in qkv_epilogue.cuh, has
-// slow-path branches that took 1.0 us of the 054 mean: docs/perf-log.md v15); v is stored as computed. A row's
-// sum of squares over a head is a quad reduction; the stores go out 16 bytes per thread (store_group_pair16), two
-// 32-byte sectors of a row per quad.
+// the per-head RMSNorm with weight offset 0, x / sqrt(mean(x^2) + eps) * w, here as x times head_inv_rms_fast
+// (qkv_epilogue.cuh: rsqrtf); v is stored as computed. A row's sum of squares over a head is a quad reduction; the
+// stores go out 16 bytes per thread (store_group_pair16), two 32-byte sectors of a row per quad.
 #pragma once
 
 #include "audio_qkv/qkv_epilogue.cuh"
@@ -30,8 +28,8 @@ struct HeadQkvEpilogue {
       // Per head: both rows' scales, then each weight pair loaded once for the two rows (the same columns).
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const float inv0 = rsqrtf(head_gemm::head_sum_squares(acc, 0, h) * (1.f / 128) + p.eps);
-        const float inv1 = rsqrtf(head_gemm::head_sum_squares(acc, 1, h) * (1.f / 128) + p.eps);
+        const float inv0 = head_inv_rms_fast(head_gemm::head_sum_squares(acc, 0, h), p.eps);
+        const float inv1 = head_inv_rms_fast(head_gemm::head_sum_squares(acc, 1, h), p.eps);
 #pragma unroll
         for (int jl = 0; jl < 16; ++jl) {
           const float2 w = __ldg(reinterpret_cast<const float2*>(nw + 8 * jl + 2 * t4));

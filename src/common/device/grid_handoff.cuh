@@ -24,15 +24,21 @@ struct EpochSlots {
   unsigned n;
 };
 
-namespace handoff_detail {
-
-__device__ __forceinline__ unsigned long long ld_relaxed(const unsigned long long* p) {
+// 64-bit global words between the CTAs of a grid, at GPU scope (also stream-K's state words,
+// head_gemm/stream_k.cuh).
+__device__ __forceinline__ unsigned long long ld_relaxed_gpu(const unsigned long long* p) {
   unsigned long long v;
   asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
-
-}  // namespace handoff_detail
+__device__ __forceinline__ unsigned long long ld_acquire_gpu(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release_gpu(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
+}
 
 __device__ __forceinline__ unsigned long long globaltimer_ns() {
   unsigned long long t;
@@ -41,13 +47,11 @@ __device__ __forceinline__ unsigned long long globaltimer_ns() {
 }
 
 // Writer CTA i's mark (one thread, after the barrier that orders its CTA's stores of the share).
-__device__ __forceinline__ void slot_mark(const EpochSlots& s, unsigned i) {
-  asm volatile("st.release.gpu.global.u64 [%0], %1;\n" ::"l"(s.slots + i), "l"(s.epoch) : "memory");
-}
+__device__ __forceinline__ void slot_mark(const EpochSlots& s, unsigned i) { st_release_gpu(s.slots + i, s.epoch); }
 
 // Whether writer i's mark is in (relaxed: follow a true answer with acquire_marks before reading the share).
 __device__ __forceinline__ bool slot_ready(const EpochSlots& s, unsigned i) {
-  return handoff_detail::ld_relaxed(s.slots + i) == s.epoch;
+  return ld_relaxed_gpu(s.slots + i) == s.epoch;
 }
 
 // With the relaxed reads that saw the marks: acquires every writer's release.

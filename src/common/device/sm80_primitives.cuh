@@ -138,6 +138,12 @@ __device__ __forceinline__ void round_tf32_for_mma(uint32_t (&x)[N]) {
     for (int i = 0; i < N; ++i) x[i] = round_tf32_for_mma(x[i]);
   }
 }
+// Four fp32 values (bits) at once, as the rounding passes move them.
+__device__ __forceinline__ uint4 round_tf32_for_mma(uint4 v) {
+  uint32_t x[4] = {v.x, v.y, v.z, v.w};
+  round_tf32_for_mma(x);
+  return make_uint4(x[0], x[1], x[2], x[3]);
+}
 
 // kBytes of shared memory from `start` (16-byte aligned) rounded in place for the tensor cores by kThreads
 // threads (t: 0..kThreads-1), 16-byte chunks in batches of kBatch per thread: a batch's loads all go out before

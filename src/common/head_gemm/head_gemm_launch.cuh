@@ -63,6 +63,8 @@ inline int64_t sk_boundaries(size_t bytes) {
   const int64_t by_flags = int64_t(kSkFlagBytes / 16);
   return by_partials < by_flags ? by_partials : by_flags;
 }
+// Whether the preparation's slots hold one per CTA of `clusters` clusters of two.
+inline bool prep_slots_fit(int64_t clusters) { return 2 * clusters * 8 <= int64_t(kPrepSlotBytes); }
 // The preparation's slots in a scratch of `bytes` (null where it is too small).
 inline unsigned long long* prep_slots_in(void* scratch, size_t bytes) {
   return scratch != nullptr && bytes >= kSkPartialsAt
@@ -71,13 +73,20 @@ inline unsigned long long* prep_slots_in(void* scratch, size_t bytes) {
 }
 
 inline int64_t head_pairs(int64_t heads) { return (heads + 1) / 2; }
+inline bool aligned16(const void* p) { return p != nullptr && reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// The units a launch walks: ceil(row tiles / 2) pairs times the head-pair tiles of every segment.
+// The row pairs of A: ceil(row tiles / 2).
+template <class Cfg>
+int64_t row_pairs(const Operands& o) {
+  return (o.m + 2 * Cfg::kBM - 1) / (2 * Cfg::kBM);
+}
+
+// The units a launch walks: the row pairs times the head-pair tiles of every segment.
 template <class Cfg>
 int64_t units_of(const Operands& o) {
   int64_t n_tiles = 0;
   for (int s = 0; s < o.segments; ++s) n_tiles += head_pairs(o.heads[s]);
-  return (o.m + 2 * Cfg::kBM - 1) / (2 * Cfg::kBM) * n_tiles;
+  return row_pairs<Cfg>(o) * n_tiles;
 }
 
 // Sizes the grid can take: K in whole K-blocks (pairs of them for tf32) and counts that fit the kernel's ints.
@@ -97,10 +106,9 @@ bool shape_supported(const Operands& o) {
 // multiple of 16 bytes once K is whole K-blocks).
 template <class Cfg>
 bool supported(const Operands& o) {
-  const auto aligned = [](const void* p) { return p != nullptr && reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (!shape_supported<Cfg>(o) || !aligned(o.a)) return false;
+  if (!shape_supported<Cfg>(o) || !aligned16(o.a)) return false;
   for (int s = 0; s < o.segments; ++s) {
-    if (!aligned(o.w[s])) return false;
+    if (!aligned16(o.w[s])) return false;
   }
   return true;
 }
@@ -150,12 +158,11 @@ Status prep_pays(const char* op, const Operands& o, bool* pays) {
   int resident = 0;
   GK_RETURN_IF_ERROR((resident_clusters<Cfg, Epilogue>(op, &resident)));
   const int64_t units = units_of<Cfg>(o);
-  if (resident < 1 || 2 * int64_t(resident) * 8 > int64_t(kPrepSlotBytes)) return Status::Ok();
+  if (resident < 1 || !prep_slots_fit(resident)) return Status::Ok();
   int64_t early = 0;
   for (int s = 0; s + 1 < o.segments; ++s) early += head_pairs(o.heads[s]);
-  const int64_t pairs = (o.m + 2 * Cfg::kBM - 1) / (2 * Cfg::kBM);
   const GridPlan plan = plan_grid(o, static_cast<int>(units), static_cast<int>(o.k / Cfg::kBK), resident);
-  *pays = first_round_early(units, pairs, early, plan.clusters, plan.sk.unit0, plan.sk.run);
+  *pays = first_round_early(units, row_pairs<Cfg>(o), early, plan.clusters, plan.sk.unit0, plan.sk.run);
   return Status::Ok();
 }
 
@@ -208,14 +215,13 @@ Status launch(const char* op, const Operands& o, const typename Epilogue::Params
     g.sk.partials = reinterpret_cast<float*>(static_cast<char*>(o.sk_scratch) + kSkPartialsAt);
     g.sk.epoch = o.sk_epoch & ((uint64_t(1) << 56) - 1);
   }
-  g.order = UnitOrder{g.units / g.n_tiles, g.n_tiles, 0, 0};
+  g.order = UnitOrder{static_cast<int>(row_pairs<Cfg>(o)), g.n_tiles, 0, 0};
   g.prep = WeightPrep{};
   g.prep.seg = -1;
   if (o.prep_seg >= 0) {
     const int s = o.prep_seg;
-    const auto aligned = [](const void* p) { return p != nullptr && reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-    if (!Cfg::kTf32 || s != o.segments - 1 || !aligned(o.prep_src) || o.prep_slots == nullptr ||
-        2 * size_t(clusters) * 8 > kPrepSlotBytes) {
+    if (!Cfg::kTf32 || s != o.segments - 1 || !aligned16(o.prep_src) || o.prep_slots == nullptr ||
+        !prep_slots_fit(clusters)) {
       return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: a weight preparation the head-tiled GEMM cannot take", op);
     }
     g.prep.src = static_cast<const uint4*>(o.prep_src);

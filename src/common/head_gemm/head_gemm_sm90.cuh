@@ -88,8 +88,8 @@ struct Config {
 };
 
 // Unit order (unit_order.hpp): the head-pair tiles of one row pair, then the next row pair, or with the last
-// segment's tiles of the first row pairs lagging behind (Operands::lag_last_segment). (Grouping row pairs so that a round of clusters covers a block of rows x tiles,
-// for L2 locality, measured no different: docs/perf-log.md, v8.)
+// segment's tiles of the first row pairs lagging behind (Operands::lag_last_segment). (Grouping row pairs so that a
+// round of clusters covers a block of rows x tiles, for L2 locality, measured no different: docs/perf-log.md, v8.)
 __device__ __forceinline__ Tile decode_unit(const Grid& g, int unit, int rank) {
   const UnitPos pos = unit_position(g.order, unit);
   const int n = pos.tile, pair = pos.pair;

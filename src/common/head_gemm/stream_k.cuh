@@ -20,6 +20,8 @@
 
 #include <cstdint>
 
+#include "common/device/grid_handoff.cuh"
+
 namespace gk::head_gemm {
 
 // One contiguous piece of a unit's K loop: K-blocks [kb0, kb1) of unit `unit`.
@@ -64,19 +66,6 @@ struct StreamK {
   unsigned long long epoch;   // < 2^56
 };
 
-namespace sk_detail {
-
-__device__ __forceinline__ unsigned long long ld_acquire(const unsigned long long* p) {
-  unsigned long long v;
-  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void st_release(unsigned long long* p, unsigned long long v) {
-  asm volatile("st.release.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
-}
-
-}  // namespace sk_detail
-
 // Called by all 256 consumer threads (ct = 0..255) of a CTA after the K loop of a piece that is not a whole unit
 // (kb0 > 0: the tail of a unit cut at this cluster's start; else the head of one cut at the next cluster's).
 // Returns whether this CTA holds the finished sum in acc and must run the epilogue. kBarrier: a named barrier id
@@ -100,7 +89,7 @@ __device__ __forceinline__ bool stream_k_meet(float (&acc)[32][4], const StreamK
       }
     }
     if (!am_first) {
-      while ((sk_detail::ld_acquire(flag) & 0xff) != 2) __nanosleep(64);
+      while ((device::ld_acquire_gpu(flag) & 0xff) != 2) __nanosleep(64);
     }
     first = am_first;
   }
@@ -113,7 +102,7 @@ __device__ __forceinline__ bool stream_k_meet(float (&acc)[32][4], const StreamK
     for (int j = 0; j < 32; ++j) part[j * 256 + ct] = make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
     // Every thread's stores before the barrier, and the release (cumulative) orders them all before the mark.
     device::named_barrier_sync(kBarrier, 256);
-    if (ct == 0) sk_detail::st_release(flag, tag | 2);
+    if (ct == 0) device::st_release_gpu(flag, tag | 2);
     return false;
   }
 #pragma unroll

@@ -45,12 +45,6 @@ struct PrepSmem {
 
 namespace prep_detail {
 
-__device__ __forceinline__ uint4 rounded(uint4 v) {
-  uint32_t x[4] = {v.x, v.y, v.z, v.w};
-  device::round_tf32_for_mma(x);
-  return make_uint4(x[0], x[1], x[2], x[3]);
-}
-
 // Elements i, i + step, ... < end rounded from src into dst, kInFlight loads in flight before any store (what the
 // producer warpgroup's 40 registers hold without spilling).
 template <int kInFlight>
@@ -61,7 +55,7 @@ __device__ __forceinline__ void round_range(const WeightPrep& p, long long i, lo
     for (int j = 0; j < kInFlight; ++j) v[j] = i + j * step < end ? p.src[i + j * step] : make_uint4(0, 0, 0, 0);
 #pragma unroll
     for (int j = 0; j < kInFlight; ++j) {
-      if (i + j * step < end) p.dst[i + j * step] = rounded(v[j]);
+      if (i + j * step < end) p.dst[i + j * step] = device::round_tf32_for_mma(v[j]);
     }
   }
 }
@@ -88,7 +82,7 @@ __device__ __forceinline__ void prep_round_slice(const WeightPrep& p, const Prep
     const long long c0 = lo + static_cast<long long>(c) * kChunk;
     const int n = static_cast<int>(min(static_cast<long long>(kChunk), hi - c0));
     for (int i = t; i < n; i += PrepSmem::kThreads) {
-      p.dst[c0 + i] = prep_detail::rounded(device::ld_shared_v4(s.buffer(c % 2) + 16u * i));
+      p.dst[c0 + i] = device::round_tf32_for_mma(device::ld_shared_v4(s.buffer(c % 2) + 16u * i));
     }
     // Every thread is done with the buffer before it is refilled, and (after the last chunk) every store is
     // ordered before the mark's release, which is cumulative.
