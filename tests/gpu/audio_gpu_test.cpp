@@ -292,9 +292,10 @@ INSTANTIATE_TEST_SUITE_P(Tf32, AudioCrossCta,
 // makes them NaN. One in a v weight row poisons that v column of every token. One in a q weight row poisons,
 // through the norm, the whole q head of every token, except where q's operands are read truncated (tf32 mode's
 // fused kernels, gk.h): there it is Inf, which leaves that column NaN and the rest of the head finite (zero). A
-// quiet NaN in a k weight row poisons the whole k head in both modes. An Inf activation makes its token's q and k NaN (the norm divides Inf by Inf) and, in tf32 mode, its
-// v entries Inf with the sign of the weight that meets it, as in fp32 (exact mode also meets Inf * small(w) with
-// either sign, so there its v entries are only non-finite). Every other output stays finite.
+// quiet NaN in a k weight row poisons the whole k head in both modes. An Inf activation makes its token's q and k
+// NaN (the norm divides Inf by Inf) and, in tf32 mode, its v entries Inf with the sign of the weight that meets it,
+// as in fp32 (exact mode also meets Inf * small(w) with either sign, so there its v entries are only non-finite).
+// Every other output stays finite.
 class AudioNan : public GpuParamTest<RoundingCase> {};
 
 TEST_P(AudioNan, NanAndInfPropagate) {
