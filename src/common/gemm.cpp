@@ -37,9 +37,14 @@ const char* lt_status_name(cublasStatus_t s) {
                    static_cast<int>(st_));                                                                \
   } while (0)
 
-// Largest power of two (16..256) dividing every pointer: cuBLASLt only offers kernels that this alignment allows.
-uint32_t common_alignment(const void* a, const void* b, const void* c) {
-  const auto bits = reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) | reinterpret_cast<uintptr_t>(c);
+// Largest power of two (16..256) dividing every pointer (a batch's too): cuBLASLt only offers kernels that this
+// alignment allows.
+uint32_t common_alignment(const GemmShape& s, const void* a, const void* b, const void* c) {
+  auto bits = reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) | reinterpret_cast<uintptr_t>(c);
+  if (s.batch > 1) {
+    const uint64_t elem = s.kind == GemmKind::kBf16 ? 2 : 4;
+    bits |= uintptr_t(s.batch_stride_b * elem) | uintptr_t(s.batch_stride_c * elem);
+  }
   uint32_t align = 256;
   while (align > 16 && (bits % align) != 0) align /= 2;
   return align;
@@ -91,6 +96,19 @@ Status GemmRunner::get_plan(const char* what, const GemmShape& shape, const Plan
   GK_LT_TRY(cublasLtMatrixLayoutCreate(&plan->a, io, shape.k, shape.n, shape.ldb), what);
   GK_LT_TRY(cublasLtMatrixLayoutCreate(&plan->b, io, shape.k, shape.m, shape.lda), what);
   GK_LT_TRY(cublasLtMatrixLayoutCreate(&plan->c, io, shape.n, shape.m, shape.ldc), what);
+  if (shape.batch > 1) {
+    const int32_t count = static_cast<int32_t>(shape.batch);
+    const int64_t zero = 0;
+    const std::tuple<cublasLtMatrixLayout_t, int64_t> batched[] = {
+        {plan->a, shape.batch_stride_b}, {plan->b, zero}, {plan->c, shape.batch_stride_c}};
+    for (const auto& [layout, stride] : batched) {
+      GK_LT_TRY(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+                what);
+      GK_LT_TRY(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                 sizeof(stride)),
+                what);
+    }
+  }
 
   cublasLtMatmulPreference_t pref = nullptr;
   GK_LT_TRY(cublasLtMatmulPreferenceCreate(&pref), what);
@@ -123,7 +141,7 @@ Status GemmRunner::get_plan(const char* what, const GemmShape& shape, const Plan
 Status GemmRunner::run(const char* what, const GemmShape& shape_in, const void* a, const void* b, void* c,
                        void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   GemmShape shape = shape_in;
-  shape.alignment = common_alignment(a, b, c);
+  shape.alignment = common_alignment(shape, a, b, c);
   const Plan* plan = nullptr;
   GK_RETURN_IF_ERROR(get_plan(what, shape, &plan));
   const float alpha = 1.0f, beta = 0.0f;

@@ -28,8 +28,16 @@ struct GemmShape {
   int64_t lda, ldb, ldc;  // row strides in elements
   GemmKind kind;
   uint32_t alignment = 16;  // filled in by GemmRunner::run from the pointers
+  // A strided batch of GEMMs sharing A: batch i reads B + i * batch_stride_b and writes C + i * batch_stride_c
+  // (elements, >= 0). The strides are part of the plan, so a caller whose strides change from call to call makes
+  // a plan (a heuristic query) for each.
+  int64_t batch = 1;
+  int64_t batch_stride_b = 0, batch_stride_c = 0;
 
-  auto key() const { return std::make_tuple(m, n, k, lda, ldb, ldc, static_cast<int>(kind), alignment); }
+  auto key() const {
+    return std::make_tuple(m, n, k, lda, ldb, ldc, static_cast<int>(kind), alignment, batch, batch_stride_b,
+                           batch_stride_c);
+  }
   bool operator<(const GemmShape& o) const { return key() < o.key(); }
 };
 

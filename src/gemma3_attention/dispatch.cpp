@@ -75,6 +75,15 @@ Status o_weight_prefetch(int64_t rows, bool split_qkv, OPrefetch* who) {
   return Status::Ok();
 }
 
+// GK_KV_GEMM=batched|separate pins how the k and v projections run on the cuBLASLt path (tests run both; batched
+// needs v's weights after k's in memory, else they stay separate).
+Status kv_batch_allowed(bool* allowed) {
+  static const int forced = detail::env_choice("GK_KV_GEMM", {"batched", "separate"});
+  if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_KV_GEMM", "batched|separate");
+  *allowed = forced != 1;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status gemma3_attention_workspace_size(const Gemma3AttentionConfig& config, size_t* bytes) {
@@ -101,9 +110,15 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
   using detail::GemmKind;
   using detail::GemmShape;
   auto& gemm = handle->gemm;
-  const auto proj = [&](const char* what, const gk_tensor& w, int64_t heads, bf16* dst) {
-    const GemmShape shape{rows, heads * D, c.hidden, c.hidden, c.hidden, width, GemmKind::kBf16};
-    return gemm.run(what, shape, t.hidden_states.data, w.data, dst, ws.gemm_workspace, detail::kGemmWorkspaceBytes,
+  // batch > 1: that many projections of `heads` heads each, weights weight_stride elements apart, outputs side by
+  // side in the packed rows.
+  const auto proj = [&](const char* what, const void* w, int64_t heads, bf16* dst, int64_t batch = 1,
+                        int64_t weight_stride = 0) {
+    GemmShape shape{rows, heads * D, c.hidden, c.hidden, c.hidden, width, GemmKind::kBf16};
+    shape.batch = batch;
+    shape.batch_stride_b = weight_stride;
+    shape.batch_stride_c = batch > 1 ? heads * D : 0;
+    return gemm.run(what, shape, t.hidden_states.data, w, dst, ws.gemm_workspace, detail::kGemmWorkspaceBytes,
                     stream);
   };
   // A single row tile (M <= 128): one fused kernel for q|k|v with the norm and RoPE in its epilogue (split-K over a
@@ -141,8 +156,20 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
   if (qkv_path != gemma3::ProjPath::kCublas) {
     GK_RETURN_IF_ERROR(gemma3::launch_proj_gemm(qkv_ops, qkv_path, stream));
   } else {
-    GK_RETURN_IF_ERROR(proj("gemma3_attention: q projection", t.q_proj_weight, Hq, q));
-    GK_RETURN_IF_ERROR(proj("gemma3_attention: k projection", t.k_proj_weight, Hkv, k));
+    GK_RETURN_IF_ERROR(proj("gemma3_attention: q projection", t.q_proj_weight.data, Hq, q));
+    // k and v have one shape: one strided-batch GEMM for both when v's weights lie after k's (any distance), which
+    // fills twice the SMs where the row tiles are few ((2, 293): 10.9 + 11.2 us as two GEMMs, docs/perf-log.md
+    // v16) and saves a launch gap. Otherwise two GEMMs, the norm/RoPE pass on the side stream beside v's.
+    const auto* w_k = static_cast<const bf16*>(t.k_proj_weight.data);
+    const auto* w_v = static_cast<const bf16*>(t.v_proj_weight.data);
+    bool kv_batched = false;
+    GK_RETURN_IF_ERROR(kv_batch_allowed(&kv_batched));
+    kv_batched = kv_batched && w_v > w_k;
+    if (kv_batched) {
+      GK_RETURN_IF_ERROR(proj("gemma3_attention: k|v projection", w_k, Hkv, k, 2, w_v - w_k));
+    } else {
+      GK_RETURN_IF_ERROR(proj("gemma3_attention: k projection", w_k, Hkv, k));
+    }
 
     gemma3::NormRopeParams nr{};
     nr.qkv = ws.qkv;
@@ -156,14 +183,19 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
     nr.num_kv_heads = static_cast<int>(Hkv);
     nr.eps = c.rms_norm_eps;
     nr.weight_offset = c.norm_weight_offset;
-    // The norm/RoPE pass (memory-bound, q and k columns only) runs on the handle's side stream beside the v
-    // projection (compute-bound, v columns only); the attention waits for both. Launching it before or after the
-    // v projection on the main stream measured the same (docs/perf-log.md v9).
-    detail::SideScope side(handle->side, kOp, stream);
-    GK_RETURN_IF_ERROR(side.fork());
-    GK_RETURN_IF_ERROR(gemma3::launch_norm_rope(nr, static_cast<int>(D), side.stream()));
-    GK_RETURN_IF_ERROR(proj("gemma3_attention: v projection", t.v_proj_weight, Hkv, v));
-    GK_RETURN_IF_ERROR(side.join());
+    // The norm/RoPE pass (memory-bound, q and k columns only): behind the batched k|v GEMM on the main stream, or on
+    // the handle's side stream beside the v projection (compute-bound, v columns only), the attention waiting for
+    // both. Beside or behind the v projection measured the same (docs/perf-log.md v9): the GEMM's CTAs take whole
+    // SMs.
+    if (kv_batched) {
+      GK_RETURN_IF_ERROR(gemma3::launch_norm_rope(nr, static_cast<int>(D), stream));
+    } else {
+      detail::SideScope side(handle->side, kOp, stream);
+      GK_RETURN_IF_ERROR(side.fork());
+      GK_RETURN_IF_ERROR(gemma3::launch_norm_rope(nr, static_cast<int>(D), side.stream()));
+      GK_RETURN_IF_ERROR(proj("gemma3_attention: v projection", t.v_proj_weight.data, Hkv, v));
+      GK_RETURN_IF_ERROR(side.join());
+    }
   }
 
   gemma3::AttentionParams ap{};
