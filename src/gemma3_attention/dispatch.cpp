@@ -153,6 +153,9 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
     qkv_ops.l2_prefetch = t.o_proj_weight.data;
     qkv_ops.l2_prefetch_bytes = o_weight_bytes;
   }
+  // Whether the kernel right before the attention in `stream` lets it launch early (device::launch_dependents): the
+  // split q|k|v kernel, or the norm/RoPE pass behind the batched k|v GEMM.
+  bool attention_programmatic = qkv_path == gemma3::ProjPath::kSplit;
   if (qkv_path != gemma3::ProjPath::kCublas) {
     GK_RETURN_IF_ERROR(gemma3::launch_proj_gemm(qkv_ops, qkv_path, stream));
   } else {
@@ -188,11 +191,13 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
     // both. Beside or behind the v projection measured the same (docs/perf-log.md v9): the GEMM's CTAs take whole
     // SMs.
     if (kv_batched) {
-      GK_RETURN_IF_ERROR(gemma3::launch_norm_rope(nr, static_cast<int>(D), stream));
+      // Programmatic behind the GEMM (its launch overlaps the GEMM's tail), and the attention behind it.
+      GK_RETURN_IF_ERROR(gemma3::launch_norm_rope(nr, static_cast<int>(D), /*programmatic=*/true, stream));
+      attention_programmatic = true;
     } else {
       detail::SideScope side(handle->side, kOp, stream);
       GK_RETURN_IF_ERROR(side.fork());
-      GK_RETURN_IF_ERROR(gemma3::launch_norm_rope(nr, static_cast<int>(D), side.stream()));
+      GK_RETURN_IF_ERROR(gemma3::launch_norm_rope(nr, static_cast<int>(D), /*programmatic=*/false, side.stream()));
       GK_RETURN_IF_ERROR(proj("gemma3_attention: v projection", t.v_proj_weight.data, Hkv, v));
       GK_RETURN_IF_ERROR(side.join());
     }
@@ -227,9 +232,10 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
     ap.l2_prefetch = t.o_proj_weight.data;
     ap.l2_prefetch_bytes = o_weight_bytes;
   }
-  // Behind the split q|k|v kernel (same stream) the attention launches early and waits for it on the device.
+  // Behind the split q|k|v kernel or the norm/RoPE pass (same stream) the attention launches early and waits for
+  // it on the device.
   GK_RETURN_IF_ERROR(
-      gemma3::launch_attention(ap, static_cast<int>(D), qkv_path == gemma3::ProjPath::kSplit, stream));
+      gemma3::launch_attention(ap, static_cast<int>(D), attention_programmatic, stream));
 
   gemma3::ProjGemmOperands o_ops;
   o_ops.m = rows;

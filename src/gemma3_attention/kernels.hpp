@@ -8,7 +8,9 @@
 
 namespace gk::gemma3 {
 
-Status launch_norm_rope(const NormRopeParams& p, int head_dim, cudaStream_t stream);
+// `programmatic`: the kernel before it in `stream` wrote q|k (the pass waits for it on the device, and lets the
+// attention behind it launch early: launch_attention's `programmatic`).
+Status launch_norm_rope(const NormRopeParams& p, int head_dim, bool programmatic, cudaStream_t stream);
 // Additive mode needs p.mask_scratch of mask_tile_scratch_bytes(batch, seq_len) for the per-call tile lists.
 // `programmatic`: the q|k|v projection before it in `stream` is the split kernel, which lets its dependents launch
 // from its first instruction (device::launch_dependents); the attention's CTAs then start on the SMs that kernel

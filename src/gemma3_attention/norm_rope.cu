@@ -10,8 +10,10 @@
 // then their sum.
 #include <cuda_bf16.h>
 
+#include "common/cluster_split.hpp"
 #include "common/cuda_check.hpp"
 #include "common/device/sm80_primitives.cuh"
+#include "common/device/sm90_primitives.cuh"
 #include "gemma3_attention/kernels.hpp"
 
 namespace gk::gemma3 {
@@ -121,6 +123,11 @@ __device__ __forceinline__ void finish(const NormRopeParams& p, const Item& it, 
 
 // One item per warp, its loads all issued before any arithmetic and held in registers.
 __global__ void __launch_bounds__(kWarpsPerBlock * 32, 4) norm_rope_d128_kernel(const NormRopeParams p) {
+  // Launched programmatically behind the projection that wrote q|k, this block may run before that kernel ends:
+  // wait for it before touching q|k. The attention behind this pass may launch at once: it waits for this grid's
+  // completion before reading anything (a no-op pair otherwise).
+  device::grid_dependency_wait();
+  device::launch_dependents();
   const int groups = item_groups(p);
   const int64_t item = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (item >= p.rows * groups) return;  // whole warps leave together: the shuffles stay full-warp
@@ -136,7 +143,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, 4) norm_rope_d128_kernel(
 
 }  // namespace
 
-Status launch_norm_rope(const NormRopeParams& p, int head_dim, cudaStream_t stream) {
+Status launch_norm_rope(const NormRopeParams& p, int head_dim, bool programmatic, cudaStream_t stream) {
   if (head_dim != 128) {
     return detail::error(GK_STATUS_NOT_SUPPORTED, "gemma3_attention: no norm/RoPE kernel for head_dim %d", head_dim);
   }
@@ -146,8 +153,9 @@ Status launch_norm_rope(const NormRopeParams& p, int head_dim, cudaStream_t stre
     return detail::error(GK_STATUS_INVALID_ARGUMENT, "gemma3_attention: %lld token-heads exceed the norm grid",
                          static_cast<long long>(items));
   }
-  norm_rope_d128_kernel<<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, 0, stream>>>(p);
-  return detail::check_launch("gemma3_attention", "norm/RoPE kernel launch");
+  return detail::launch_z_clusters("gemma3_attention", "norm/RoPE kernel launch", norm_rope_d128_kernel,
+                                   dim3(static_cast<unsigned>(blocks)), kWarpsPerBlock * 32, 0, /*cluster=*/false,
+                                   programmatic, stream, p);
 }
 
 }  // namespace gk::gemma3
