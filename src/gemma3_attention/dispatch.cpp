@@ -163,15 +163,17 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
     // k and v have one shape: one strided-batch GEMM for both when v's weights lie after k's (any distance), which
     // fills twice the SMs where the row tiles are few ((2, 293): 10.9 + 11.2 us as two GEMMs, docs/perf-log.md
     // v16) and saves a launch gap. Otherwise two GEMMs, the norm/RoPE pass on the side stream beside v's.
-    const auto* w_k = static_cast<const bf16*>(t.k_proj_weight.data);
-    const auto* w_v = static_cast<const bf16*>(t.v_proj_weight.data);
+    // Addresses as integers: the two weights are separate allocations (both 16-byte aligned: validate.cpp).
+    const auto w_k = reinterpret_cast<uintptr_t>(t.k_proj_weight.data);
+    const auto w_v = reinterpret_cast<uintptr_t>(t.v_proj_weight.data);
     bool kv_batched = false;
     GK_RETURN_IF_ERROR(kv_batch_allowed(&kv_batched));
     kv_batched = kv_batched && w_v > w_k;
     if (kv_batched) {
-      GK_RETURN_IF_ERROR(proj("gemma3_attention: k|v projection", w_k, Hkv, k, 2, w_v - w_k));
+      const auto stride = static_cast<int64_t>((w_v - w_k) / sizeof(bf16));
+      GK_RETURN_IF_ERROR(proj("gemma3_attention: k|v projection", t.k_proj_weight.data, Hkv, k, 2, stride));
     } else {
-      GK_RETURN_IF_ERROR(proj("gemma3_attention: k projection", w_k, Hkv, k));
+      GK_RETURN_IF_ERROR(proj("gemma3_attention: k projection", t.k_proj_weight.data, Hkv, k));
     }
 
     gemma3::NormRopeParams nr{};
