@@ -1,5 +1,7 @@
 #include "common/gemm.hpp"
 
+#include <climits>
+
 #include "common/status_util.hpp"
 
 namespace gk::detail {
@@ -84,6 +86,11 @@ Status GemmRunner::get_plan(const char* what, const GemmShape& shape, const Plan
     *out = it->second.get();
     return Status::Ok();
   }
+  if (shape.batch < 1 || shape.batch > INT32_MAX || shape.batch_stride_b < 0 || shape.batch_stride_c < 0) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: batch %lld with strides %lld, %lld is not supported", what,
+                 static_cast<long long>(shape.batch), static_cast<long long>(shape.batch_stride_b),
+                 static_cast<long long>(shape.batch_stride_c));
+  }
   auto plan = std::make_shared<Plan>();
   const cudaDataType io = shape.kind == GemmKind::kBf16 ? CUDA_R_16BF : CUDA_R_32F;
   const cublasComputeType_t compute =
@@ -129,8 +136,9 @@ Status GemmRunner::get_plan(const char* what, const GemmShape& shape, const Plan
   cublasLtMatmulPreferenceDestroy(pref);
   GK_LT_TRY(st, what);
   if (count == 0) {
-    return error(GK_STATUS_CUBLAS_ERROR, "%s: cuBLASLt has no algorithm for M=%lld N=%lld K=%lld", what,
-                 static_cast<long long>(shape.m), static_cast<long long>(shape.n), static_cast<long long>(shape.k));
+    return error(GK_STATUS_CUBLAS_ERROR, "%s: cuBLASLt has no algorithm for M=%lld N=%lld K=%lld (batch %lld)", what,
+                 static_cast<long long>(shape.m), static_cast<long long>(shape.n), static_cast<long long>(shape.k),
+                 static_cast<long long>(shape.batch));
   }
   plan->algo = result.algo;
   *out = plan.get();

@@ -158,9 +158,9 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     device::mbar_fence_init();
   }
   __syncthreads();
-  // Launched programmatically (behind the split projection kernel, or in additive mode behind the mask
-  // classification), the prologue above runs while that kernel still does; every role reads what the kernels before
-  // wrote from here on. A no-op otherwise.
+  // Launched programmatically (behind the split projection kernel or the norm/RoPE pass, or in additive mode behind
+  // the mask classification), the prologue above runs while that kernel still does; every role reads what the
+  // kernels before wrote from here on. A no-op otherwise.
   device::grid_dependency_wait();
 
   const int warpgroup = threadIdx.x / 128;

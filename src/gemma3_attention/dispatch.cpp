@@ -1,5 +1,6 @@
 // Orchestration of one Gemma3 attention layer call: the projections into a packed q|k|v buffer with the per-head
-// norm + RoPE (one fused kernel for few row tiles; else three cuBLASLt GEMMs and an in-place norm/RoPE pass),
+// norm + RoPE (one fused kernel for few row tiles; else cuBLASLt GEMMs (q, then k|v as one batch where the weights
+// allow) and an in-place norm/RoPE pass),
 // attention reading q/k/v straight from the packed rows, and the O projection (fused kernel or cuBLASLt).
 // All scalars the kernels need are folded here.
 #include <cmath>
@@ -122,7 +123,7 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
                     stream);
   };
   // A single row tile (M <= 128): one fused kernel for q|k|v with the norm and RoPE in its epilogue (split-K over a
-  // cluster: the weight read dominates). Otherwise three cuBLASLt GEMMs and the standalone norm/RoPE pass, unless
+  // cluster: the weight read dominates). Otherwise cuBLASLt GEMMs and the standalone norm/RoPE pass, unless
   // GK_PROJ_PATH pins a fused kernel.
   gemma3::ProjGemmOperands qkv_ops;
   qkv_ops.m = rows;
@@ -153,9 +154,12 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
     qkv_ops.l2_prefetch = t.o_proj_weight.data;
     qkv_ops.l2_prefetch_bytes = o_weight_bytes;
   }
-  // Whether the kernel right before the attention in `stream` lets it launch early (device::launch_dependents): the
-  // split q|k|v kernel, or the norm/RoPE pass behind the batched k|v GEMM.
+  // Whether the attention may launch programmatically: the kernel before it in `stream` is the split q|k|v kernel
+  // or the norm/RoPE pass behind the batched k|v GEMM (in additive mode the mask classification comes in between,
+  // launched plainly, and the attention is programmatic behind that).
   bool attention_programmatic = qkv_path == gemma3::ProjPath::kSplit;
+  bool kv_batch_ok = false;  // validated before anything is enqueued
+  GK_RETURN_IF_ERROR(kv_batch_allowed(&kv_batch_ok));
   if (qkv_path != gemma3::ProjPath::kCublas) {
     GK_RETURN_IF_ERROR(gemma3::launch_proj_gemm(qkv_ops, qkv_path, stream));
   } else {
@@ -163,16 +167,17 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
     // k and v have one shape: one strided-batch GEMM for both when v's weights lie after k's (any distance), which
     // fills twice the SMs where the row tiles are few ((2, 293): 10.9 + 11.2 us as two GEMMs, docs/perf-log.md
     // v16) and saves a launch gap. Otherwise two GEMMs, the norm/RoPE pass on the side stream beside v's.
-    // Addresses as integers: the two weights are separate allocations (both 16-byte aligned: validate.cpp).
+    // Addresses as integers: the two weights are separate allocations (both 16-byte aligned: validate.cpp). A
+    // distance past 2^40 bytes (what a TMA descriptor's stride holds) keeps them separate, and so does a batched
+    // GEMM that cuBLASLt declines (nothing of it was enqueued then).
     const auto w_k = reinterpret_cast<uintptr_t>(t.k_proj_weight.data);
     const auto w_v = reinterpret_cast<uintptr_t>(t.v_proj_weight.data);
-    bool kv_batched = false;
-    GK_RETURN_IF_ERROR(kv_batch_allowed(&kv_batched));
-    kv_batched = kv_batched && w_v > w_k;
+    bool kv_batched = kv_batch_ok && w_v > w_k && w_v - w_k < (uintptr_t(1) << 40);
     if (kv_batched) {
       const auto stride = static_cast<int64_t>((w_v - w_k) / sizeof(bf16));
-      GK_RETURN_IF_ERROR(proj("gemma3_attention: k|v projection", t.k_proj_weight.data, Hkv, k, 2, stride));
-    } else {
+      kv_batched = proj("gemma3_attention: k|v projection", t.k_proj_weight.data, Hkv, k, 2, stride).ok();
+    }
+    if (!kv_batched) {
       GK_RETURN_IF_ERROR(proj("gemma3_attention: k projection", t.k_proj_weight.data, Hkv, k));
     }
 

@@ -8,12 +8,13 @@
 
 namespace gk::gemma3 {
 
-// `programmatic`: the kernel before it in `stream` wrote q|k (the pass waits for it on the device, and lets the
-// attention behind it launch early: launch_attention's `programmatic`).
+// `programmatic`: launched behind the k|v GEMM in `stream`; every block of the pass waits for it on the device
+// before anything else (so the attention behind the pass, which waits for the pass, also sees k and v), then lets
+// its dependents launch (launch_attention's `programmatic`).
 Status launch_norm_rope(const NormRopeParams& p, int head_dim, bool programmatic, cudaStream_t stream);
 // Additive mode needs p.mask_scratch of mask_tile_scratch_bytes(batch, seq_len) for the per-call tile lists.
-// `programmatic`: the q|k|v projection before it in `stream` is the split kernel, which lets its dependents launch
-// from its first instruction (device::launch_dependents); the attention's CTAs then start on the SMs that kernel
+// `programmatic`: the kernel before it in `stream` is the split q|k|v kernel or the norm/RoPE pass, which let their
+// dependents launch early (device::launch_dependents); the attention's CTAs then start on the SMs that kernel
 // leaves free, set up, and wait for it (device::grid_dependency_wait) before reading anything. In additive mode the
 // mask classification runs in between and the attention is programmatic behind that (it gains little there).
 Status launch_attention(AttentionParams p, int head_dim, bool programmatic, cudaStream_t stream);

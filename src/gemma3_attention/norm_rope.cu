@@ -123,9 +123,10 @@ __device__ __forceinline__ void finish(const NormRopeParams& p, const Item& it, 
 
 // One item per warp, its loads all issued before any arithmetic and held in registers.
 __global__ void __launch_bounds__(kWarpsPerBlock * 32, 4) norm_rope_d128_kernel(const NormRopeParams p) {
-  // Launched programmatically behind the projection that wrote q|k, this block may run before that kernel ends:
-  // wait for it before touching q|k. The attention behind this pass may launch at once: it waits for this grid's
-  // completion before reading anything (a no-op pair otherwise).
+  // Launched programmatically behind the k|v GEMM, this block may run before that GEMM ends: wait for it before
+  // touching q|k. The attention behind this pass may launch at once: it waits for this grid's completion, and
+  // through every block's wait here also sees the GEMM's k and v (so no block may leave before this wait). A
+  // no-op pair otherwise.
   device::grid_dependency_wait();
   device::launch_dependents();
   const int groups = item_groups(p);
