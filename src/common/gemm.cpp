@@ -79,11 +79,10 @@ Status GemmRunner::init() {
   return Status::Ok();
 }
 
-Status GemmRunner::get_plan(const char* what, const GemmShape& shape, const Plan** out) {
+Status GemmRunner::get_plan(const char* what, const GemmShape& shape, std::shared_ptr<const Plan>* out) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = plans_.find(shape);
-  if (it != plans_.end()) {
-    *out = it->second.get();
+  if (const auto* cached = plans_.find(shape)) {
+    *out = *cached;
     return Status::Ok();
   }
   if (shape.batch < 1 || shape.batch > INT32_MAX || shape.batch_stride_b < 0 || shape.batch_stride_c < 0) {
@@ -141,8 +140,7 @@ Status GemmRunner::get_plan(const char* what, const GemmShape& shape, const Plan
                  static_cast<long long>(shape.batch));
   }
   plan->algo = result.algo;
-  *out = plan.get();
-  plans_.emplace(shape, std::move(plan));
+  *out = plans_.insert(shape, std::move(plan));
   return Status::Ok();
 }
 
@@ -150,7 +148,7 @@ Status GemmRunner::run(const char* what, const GemmShape& shape_in, const void* 
                        void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   GemmShape shape = shape_in;
   shape.alignment = common_alignment(shape, a, b, c);
-  const Plan* plan = nullptr;
+  std::shared_ptr<const Plan> plan;
   GK_RETURN_IF_ERROR(get_plan(what, shape, &plan));
   const float alpha = 1.0f, beta = 0.0f;
   GK_LT_TRY(cublasLtMatmul(lt_, plan->op, &alpha, b, plan->a, a, plan->b, &beta, c, plan->c, c, plan->c,

@@ -8,11 +8,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <tuple>
 
+#include "common/lru_cache.hpp"
 #include "gk/gk.hpp"
 
 namespace gk::detail {
@@ -44,6 +44,11 @@ struct GemmShape {
 // cuBLASLt workspace every GEMM may use; the operators reserve it in their workspace.
 inline constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
 
+// Plans a handle keeps (least recently used forgotten first; a forgotten shape costs one heuristic query when it
+// comes back). A layer call uses two to four (q, k|v or k and v, O), the batched k|v one per k -> v weight
+// distance: 1024 hold one layer's plans for 250 or more token counts, or a 62-layer model's for 16.
+inline constexpr size_t kMaxGemmPlans = 1024;
+
 class GemmRunner {
  public:
   GemmRunner() = default;
@@ -58,11 +63,12 @@ class GemmRunner {
 
  private:
   struct Plan;
-  Status get_plan(const char* what, const GemmShape& shape, const Plan** plan);
+  // Shared: a plan stays alive for the call that uses it even if another thread's call forgets it meanwhile.
+  Status get_plan(const char* what, const GemmShape& shape, std::shared_ptr<const Plan>* plan);
 
   cublasLtHandle_t lt_ = nullptr;
   std::mutex mu_;
-  std::map<GemmShape, std::shared_ptr<const Plan>> plans_;  // shared_ptr: Plan stays opaque here
+  LruCache<GemmShape, std::shared_ptr<const Plan>> plans_{kMaxGemmPlans};
 };
 
 }  // namespace gk::detail
