@@ -86,6 +86,7 @@ BenchReport sample_report() {
     w.floor_full = floor_of(w.cost, r.peaks, true);
     w.cupti = {true, t, t - 1, t + 1};
     w.events = {true, t + 2, t, t + 5};
+    w.host = {true, 20.5, 19.0, 40.0};
     w.check.checked = w.check.pass = true;
     s.workloads.push_back(w);
   }
@@ -113,17 +114,21 @@ TEST(BenchReport, JsonSchema) {
   EXPECT_DOUBLE_EQ(s.at("mean_us").get<double>(), 250.0);
   const auto& w = s.at("workloads").at(0);
   for (const char* k : {"batch", "seq_len", "flops", "bytes", "flops_full", "bytes_full", "floor_us", "floor_full_us",
-                        "time_us", "tflops", "gbps", "sol_pct", "sol_full_pct", "cupti", "events", "correctness"}) {
+                        "time_us", "tflops", "gbps", "sol_pct", "sol_full_pct", "cupti", "events", "host",
+                        "correctness"}) {
     EXPECT_TRUE(w.contains(k)) << k;
   }
   EXPECT_DOUBLE_EQ(w.at("time_us").get<double>(), 100.0);  // the CUPTI median when CUPTI timed
   EXPECT_DOUBLE_EQ(w.at("events").at("median_us").get<double>(), 102.0);
+  EXPECT_DOUBLE_EQ(w.at("host").at("median_us").get<double>(), 20.5);
   EXPECT_NEAR(w.at("tflops").get<double>(), 6543900672.0 / 100e-6 / 1e12, 1e-9);
   EXPECT_NEAR(w.at("sol_pct").get<double>(), 100.0 * 10.8272 / 100.0, 1e-3);
   EXPECT_TRUE(w.at("correctness").at("pass").get<bool>());
   const std::string table = format_table(sample_report());
   EXPECT_NE(table.find("suite 047: mean 250.0 us"), std::string::npos) << table;
   EXPECT_NE(table.find("events_us"), std::string::npos) << table;
+  EXPECT_NE(table.find("host_us"), std::string::npos) << table;
+  EXPECT_NE(table.find("   20.5"), std::string::npos) << table;
 }
 
 TEST(BenchReport, KernelBreakdown) {

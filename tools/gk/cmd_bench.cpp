@@ -96,6 +96,7 @@ gk_testkit::WorkloadResult bench_case(const Case& c, const BenchOptions& o, cons
       [&](cudaStream_t st, int i) { check_ok(sets[i % o.input_sets]->run(handle, st)); }, stream, t);
   w.cupti = timing.cupti;
   w.events = timing.events;
+  w.host = timing.host;
   w.activities = timing.activities;
   w.clocks = timing.clocks;
   return w;

@@ -127,6 +127,7 @@ nlohmann::json to_json(const BenchReport& r) {
           {"time_us", t},
           {"cupti", stats_json(w.cupti)},
           {"events", stats_json(w.events)},
+          {"host", stats_json(w.host)},
           {"tflops", t > 0 ? w.cost.flops / t * 1e-6 : 0.0},
           {"gbps", t > 0 ? w.cost.bytes / t * 1e-3 : 0.0},
           {"sol_pct", t > 0 ? 100.0 * w.floor.us() / t : 0.0},
@@ -168,9 +169,9 @@ std::string format_table(const BenchReport& r) {
   for (const auto& s : r.suites) {
     line("");
     line("suite " + s.id + " (" + s.op + (s.precision.empty() ? "" : ", " + s.precision) + "): " + s.title);
-    std::snprintf(buf, sizeof(buf), "%-14s %-5s %-9s %-9s %9s %9s %9s%s %8s %7s %9s %6s %9s %6s %6s", "workload",
+    std::snprintf(buf, sizeof(buf), "%-14s %-5s %-9s %-9s %9s %9s %9s%s %8s %7s %9s %6s %9s %6s %6s %7s", "workload",
                   "check", "matched", "max_err", "median_us", "min_us", "max_us", both ? "  events_us  ratio" : "",
-                  "TFLOP/s", "GB/s", "floor_us", "SOL%", "nvfloor", "SOL%", "SM_MHz");
+                  "TFLOP/s", "GB/s", "floor_us", "SOL%", "nvfloor", "SOL%", "SM_MHz", "host_us");
     line(buf);
     std::string slowed;  // workloads timed while the driver held the clock down
     for (const auto& w : s.workloads) {
@@ -191,7 +192,8 @@ std::string format_table(const BenchReport& r) {
                   fmt("%.0f MHz, ", w.clocks.max_mhz) + clock_reason_names(w.clocks.reasons) +
                   fmt(" in %.0f%% of samples", 100.0 * w.clocks.slowed_fraction);
       }
-      line(buf + clock);
+      const std::string host = w.host.valid ? fmt(" %7.1f", w.host.median_us) : "       -";
+      line(buf + clock + host);
     }
     // NVML's readings lag by up to ~100 ms, so on a short timing loop a reason may date from just before it.
     if (!slowed.empty()) line("* slowdown reported by the driver while timing (readings lag ~100 ms): " + slowed);

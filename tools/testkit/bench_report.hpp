@@ -39,6 +39,7 @@ struct WorkloadResult {
   Floor floor, floor_full;
   Correctness check;
   TimingStats cupti, events;
+  TimingStats host;  // the call's host time (enqueueing it), timing.hpp
   std::vector<ActivityStat> activities;  // CUPTI timer only: each kernel's median start and duration
   ClockStats clocks;                      // the SM clock while timing (NVML), where available
 

@@ -4,7 +4,10 @@
 // iterations: CUDA events around the call, and CUPTI activity spans (first GPU activity the call launched to the
 // end of its last one, so host launch overhead before the first kernel does not count, gaps between kernels do).
 // The scrub is a kernel of its own, launched ahead of the call without a host sync in between, so the call's
-// launches queue up behind it as they would in a serving loop.
+// launches queue up behind it as they would in a serving loop. Beside the GPU timers, the host time of the call
+// itself (what the thread spends enqueueing it: argument checks, plan lookups, tensor-map encoding, launches),
+// which bounds how fast a serving loop can issue layers when the GPU is not the bottleneck. With the CUPTI timer on,
+// CUPTI's own cost per launch is part of it; the events timer alone gives the call's.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -33,6 +36,7 @@ struct ActivityStat {
 struct TimingResult {
   int iterations = 0;
   TimingStats events, cupti;
+  TimingStats host;  // wall time of the call on the host, over the timed iterations
   std::vector<ActivityStat> activities;  // filled by the CUPTI timer
   ClockStats clocks;                      // over the timed iterations, where NVML is available
 };
