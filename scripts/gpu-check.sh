@@ -189,7 +189,7 @@ grep -h "^\[ result" "$LOG" > "$OUT/results.txt"
 echo "----- failing checks (all result lines: results.txt) -----"
 grep -hE "FAIL|ERROR|Failure" "$LOG" | head -40
 echo "----- suites -----"
-grep -E "^(suite |B=)" "$LOG" | cut -c1-150
+grep -E "^(suite |B=)" "$LOG" | cut -c1-170
 echo "----- summary -----"
 printf '%s\n' "${SUMMARY[@]}"
 grep -q "FAIL" <(printf '%s\n' "${SUMMARY[@]}") && exit 1

@@ -46,8 +46,9 @@ inline constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
 
 // Plans a handle keeps (least recently used forgotten first; a forgotten shape costs one heuristic query when it
 // comes back). A layer call uses two to four (q, k|v or k and v, O), the batched k|v one per k -> v weight
-// distance: 1024 hold one layer's plans for 250 or more token counts, or a 62-layer model's for 16.
-inline constexpr size_t kMaxGemmPlans = 1024;
+// distance: 4096 hold one layer's plans for 1000 or more token counts, or a 62-layer model's for 64 (a plan is a
+// few hundred bytes of descriptors).
+inline constexpr size_t kMaxGemmPlans = 4096;
 
 class GemmRunner {
  public:

@@ -169,9 +169,9 @@ std::string format_table(const BenchReport& r) {
   for (const auto& s : r.suites) {
     line("");
     line("suite " + s.id + " (" + s.op + (s.precision.empty() ? "" : ", " + s.precision) + "): " + s.title);
-    std::snprintf(buf, sizeof(buf), "%-14s %-5s %-9s %-9s %9s %9s %9s%s %8s %7s %9s %6s %9s %6s %6s %7s", "workload",
+    std::snprintf(buf, sizeof(buf), "%-14s %-5s %-9s %-9s %9s %9s %9s%s %8s %7s %9s %6s %9s %6s %7s %6s", "workload",
                   "check", "matched", "max_err", "median_us", "min_us", "max_us", both ? "  events_us  ratio" : "",
-                  "TFLOP/s", "GB/s", "floor_us", "SOL%", "nvfloor", "SOL%", "SM_MHz", "host_us");
+                  "TFLOP/s", "GB/s", "floor_us", "SOL%", "nvfloor", "SOL%", "host_us", "SM_MHz");
     line(buf);
     std::string slowed;  // workloads timed while the driver held the clock down
     for (const auto& w : s.workloads) {
@@ -192,8 +192,9 @@ std::string format_table(const BenchReport& r) {
                   fmt("%.0f MHz, ", w.clocks.max_mhz) + clock_reason_names(w.clocks.reasons) +
                   fmt(" in %.0f%% of samples", 100.0 * w.clocks.slowed_fraction);
       }
+      // The host time before the clock, whose slowdown mark would shift what follows it.
       const std::string host = w.host.valid ? fmt(" %7.1f", w.host.median_us) : "       -";
-      line(buf + clock + host);
+      line(buf + host + clock);
     }
     // NVML's readings lag by up to ~100 ms, so on a short timing loop a reason may date from just before it.
     if (!slowed.empty()) line("* slowdown reported by the driver while timing (readings lag ~100 ms): " + slowed);
