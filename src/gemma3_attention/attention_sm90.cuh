@@ -309,12 +309,21 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     if constexpr (kMask == MaskMode::kAdditive) mask_rows = p.mask + tc.b * p.mask_batch_stride;
     // The key tile is looked up before the wait on its scores, so an additive tile list's load is off the
     // critical path.
-    const auto key = [&](int nb) { return key_tile<kMask, Tr::kBlockN>(tc, nb, half_block); };
+    // So are a bits tile's live words (additive mode): loaded with the key tile, used after the wait.
+    uint64_t bits_ahead[2][2];
+    const auto key = [&](int nb) {
+      const KeyTile kt = key_tile<kMask, Tr::kBlockN>(tc, nb, half_block);
+      if constexpr (kMask == MaskMode::kAdditive) {
+        if (kt.mask == kMaskBits) load_mask_bits<kNTiles>(bits_ahead, p, tc.b, rows, kt.n0);
+      }
+      return kt;
+    };
     const auto logits = [&](const KeyTile& kt) {
       const int n0 = kt.n0;
       const bool edge =
           (n0 + Tr::kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + Tr::kBlockN - 1 > wg_pos0);
-      scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane, edge, kt.mask);
+      scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane, edge, kt.mask,
+                                                 &bits_ahead);
     };
     // Q is free for the next work tile once this tile's last Q K^T has completed.
     const auto after_qk = [&](int nb) {

@@ -55,40 +55,51 @@ __device__ __forceinline__ void add_mask_values(float (&s)[kNTiles][4], const At
 // (mask_tiles.cu: column 2l at bit l, column 2l + 1 at bit 32 + l) instead of a load per column pair; a dead
 // position adds mask_logit2(dead) = -FLT_MAX, exactly what add_mask_values adds there. n0 is the tile's first key
 // (a multiple of 64).
+// The live words of the thread's two rows over a bits tile (w[row][part], mask_tiles.cu's layout); a row past the
+// sequence end gets all-live words (nothing added: the edge masking takes it). The Hopper kernel loads them before
+// it waits for the tile's scores, so that their latency overlaps the Q K^T.
 template <int kNTiles>
-__device__ __forceinline__ void add_mask_bits(float (&s)[kNTiles][4], const AttentionParams& p, int b,
-                                              const int (&rows)[2],
-                                              int n0, int lane) {
+__device__ __forceinline__ void load_mask_bits(uint64_t (&w)[2][2], const AttentionParams& p, int b,
+                                               const int (&rows)[2], int n0) {
   static_assert(kNTiles == 8 || kNTiles == 16, "64- or 128-key tiles");
   const MaskTileLists& t = p.tiles;
   const int pn = n0 / 64;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
     const int row = rows[hh];
+    w[hh][0] = w[hh][1] = ~0ull;
     if (row >= p.seq_len) continue;
     const uint64_t* words = t.bits + ((int64_t(b) * t.parts + row / 64) * t.parts + pn) * 64 + row % 64;
-    uint64_t w[2];
-    w[0] = *words;
+    w[hh][0] = *words;
     // Past the last part the columns are past the sequence end: the edge masking takes them.
-    w[1] = (kNTiles == 16 && pn + 1 < t.parts) ? words[64] : ~0ull;
+    if (kNTiles == 16 && pn + 1 < t.parts) w[hh][1] = words[64];
+  }
+}
+
+template <int kNTiles>
+__device__ __forceinline__ void apply_mask_bits(float (&s)[kNTiles][4], const uint64_t (&w)[2][2], int lane) {
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
       // This thread's pair in the part: columns 8 (nt % 8) + 2 (lane % 4) and the next.
       const int l = (nt % 8) * 4 + (lane & 3);
-      if (!((w[nt / 8] >> l) & 1u)) s[nt][2 * hh] += -FLT_MAX;
-      if (!((w[nt / 8] >> (32 + l)) & 1u)) s[nt][2 * hh + 1] += -FLT_MAX;
+      if (!((w[hh][nt / 8] >> l) & 1u)) s[nt][2 * hh] += -FLT_MAX;
+      if (!((w[hh][nt / 8] >> (32 + l)) & 1u)) s[nt][2 * hh + 1] += -FLT_MAX;
     }
   }
 }
 
 // Raw Q.K dot products -> base-2 logits: scale, optional softcap, then the mask (additive mode, as the tile list
-// says: MaskApply), then the edge masking (keys past the sequence end; causal: keys right of the diagonal).
+// says: MaskApply; a bits tile's live words from `bits_ahead` when the caller loaded them early, load_mask_bits),
+// then the edge masking (keys past the sequence end; causal: keys right of the diagonal).
 // Softcap: cap*tanh(dot*scale/cap) with tanh.approx (one special-function op; relative error ~2^-11, which the
 // precise-yardstick tests bound), scale/cap and cap*log2(e) folded on the host.
 template <bool kSoftcap, MaskMode kMask, int kNTiles>
 __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const AttentionParams& p, int b,
                                                  const __nv_bfloat16* mask_rows, const int (&rows)[2], int n0, int lane,
-                                                 bool edge_tile, uint32_t mask_apply) {
+                                                 bool edge_tile, uint32_t mask_apply,
+                                                 const uint64_t (*bits_ahead)[2][2] = nullptr) {
 #pragma unroll
   for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll
@@ -105,7 +116,15 @@ __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const A
   }
   const int col0 = n0 + 2 * (lane & 3);
   if constexpr (kMask == MaskMode::kAdditive) {
-    if (mask_apply == kMaskBits) add_mask_bits(s, p, b, rows, n0, lane);
+    if (mask_apply == kMaskBits) {
+      if (bits_ahead != nullptr) {
+        apply_mask_bits(s, *bits_ahead, lane);
+      } else {
+        uint64_t w[2][2];
+        load_mask_bits<kNTiles>(w, p, b, rows, n0);
+        apply_mask_bits(s, w, lane);
+      }
+    }
     if (mask_apply == kMaskValues) add_mask_values(s, p, mask_rows, rows, col0);
   }
   if (!edge_tile) return;

@@ -68,7 +68,7 @@ struct ClassifyParams {
 // grid (groups * B, parts_m), 256 threads: the CTA classifies kGroupParts parts side by side (64 rows x 256
 // columns). Warps 2q and 2q + 1 own part q, rows 0-31 and 32-63; lane l owns its columns 2l and 2l + 1, so two
 // ballots over the warp are a row's live word: even columns in the low half, odd columns in the high half (the
-// layout add_mask_bits reads). Each thread issues all of its loads before using any. With kPairs (even S,
+// layout load_mask_bits reads). Each thread issues all of its loads before using any. With kPairs (even S,
 // 4-byte aligned mask) a column pair is one 4-byte load (128 bytes per warp instruction); otherwise two 2-byte
 // loads, as rows of an odd-length mask start anywhere. (A thread per column, 2-byte loads, reached ~0.9 TB/s.)
 //
@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(256) classify_kernel(const ClassifyParams p) {
     bits_or |= v[r];
     live_nonzero |= (live0 && m0 != 0.f) || (live1 && m1 != 0.f);
     const unsigned even = __ballot_sync(0xffffffffu, live0), odd = __ballot_sync(0xffffffffu, live1);
-    // Rows past the end store their duplicate's word: in bounds (a part has 64), never read (add_mask_bits reads
+    // Rows past the end store their duplicate's word: in bounds (a part has 64), never read (load_mask_bits reads
     // rows below S only).
     if (lane == 0 && active) words[r] = uint64_t(odd) << 32 | even;
     live_rows |= ((even | odd) != 0u ? 1u : 0u) << r;
