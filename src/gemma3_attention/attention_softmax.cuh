@@ -99,21 +99,28 @@ template <bool kSoftcap, MaskMode kMask, int kNTiles>
 __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const AttentionParams& p, int b,
                                                  const __nv_bfloat16* mask_rows, const int (&rows)[2], int n0, int lane,
                                                  bool edge_tile, uint32_t mask_apply,
-                                                 const uint64_t (*bits_ahead)[2][2] = nullptr) {
+                                                 const uint64_t (*bits_ahead)[2][2] = nullptr, bool unscaled = false) {
+  // Without an additive mask the last scale (cap * log2 e, or scale * log2 e) is left to the softmax, which folds it
+  // into the FFMA that subtracts the running max (logit_scale<kSoftcap, kMask>). So it is for an additive mask's
+  // tile with nothing to add (`unscaled`: no mask values, no edge; the caller's softmax then applies the factor,
+  // OnlineSoftmax::exponentiate_mixed): one multiply per score less where most tiles are such.
+  const bool scaled = kMask == MaskMode::kAdditive && !unscaled;
+  if (scaled) {
 #pragma unroll
-  for (int nt = 0; nt < kNTiles; ++nt) {
+    for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      // Without an additive mask the last scale (cap * log2 e, or scale * log2 e) is left to the softmax, which
-      // folds it into the FFMA that subtracts the running max (logit_scale<kSoftcap, kMask>).
-      if constexpr (kSoftcap) {
-        const float t = device::tanh_approx(s[nt][e] * p.softcap_in);
-        s[nt][e] = kMask == MaskMode::kAdditive ? p.softcap_out * t : t;
-      } else if constexpr (kMask == MaskMode::kAdditive) {
-        s[nt][e] *= p.scale_log2;
+      for (int e = 0; e < 4; ++e) {
+        s[nt][e] = kSoftcap ? p.softcap_out * device::tanh_approx(s[nt][e] * p.softcap_in) : s[nt][e] * p.scale_log2;
       }
     }
+  } else if constexpr (kSoftcap) {
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[nt][e] = device::tanh_approx(s[nt][e] * p.softcap_in);
+    }
   }
+  if (kMask == MaskMode::kAdditive && unscaled) return;
   const int col0 = n0 + 2 * (lane & 3);
   if constexpr (kMask == MaskMode::kAdditive) {
     if (mask_apply == kMaskBits) {
@@ -191,6 +198,41 @@ struct OnlineSoftmax {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         s[nt][e] = device::ex2_approx(fmaf(s[nt][e], scale, ref[e >> 1]));
+        row_sum[e >> 1] += s[nt][e];
+      }
+    }
+  }
+
+  // exponentiate() for a softmax whose tiles come in two units (additive mode, attention_sm90.cuh): the running max
+  // is kept in base-2 logits, and `s` holds base-2 logits divided by `tile_scale` (1 for a tile scores_to_logits
+  // scaled, the factor for one it left unscaled). With tile_scale 1 the same operations as exponentiate(s, alpha,
+  // 1), so the same bits.
+  template <int kNTiles>
+  __device__ __forceinline__ void exponentiate_mixed(float (&s)[kNTiles][4], float (&alpha)[2], float tile_scale) {
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) {
+      mx[0] = fmaxf(mx[0], fmaxf(s[nt][0], s[nt][1]));
+      mx[1] = fmaxf(mx[1], fmaxf(s[nt][2], s[nt][3]));
+    }
+    float neg_ref[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+      // tile_scale > 0, so the scaled maximum is the maximum of the scaled values (the rounding is monotone).
+      mx[i] = fmaxf(row_max[i], mx[i] * tile_scale);
+      const float ref = mx[i] == -INFINITY ? 0.f : mx[i];  // a row with nothing visible yet
+      alpha[i] = device::ex2_approx(row_max[i] - ref);
+      neg_ref[i] = -ref;
+      row_max[i] = mx[i];
+      row_sum[i] *= alpha[i];
+    }
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[nt][e] = device::ex2_approx(fmaf(s[nt][e], tile_scale, neg_ref[e >> 1]));
         row_sum[e >> 1] += s[nt][e];
       }
     }
