@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
   bf16* s_v = s_k + 2 * Tr::kTileKV;  // two stages
 
   // Launched programmatically (behind the split projection kernel or the norm/RoPE pass, or in additive mode behind
-  // the mask classification), everything below reads what the kernels before wrote. A no-op otherwise.
+  // the mask tile lists), everything below reads what the kernels before wrote. A no-op otherwise.
   device::grid_dependency_wait();
   // A programmatic O projection behind this kernel may start on the free SMs (as in attention_sm90.cuh).
   device::launch_dependents();

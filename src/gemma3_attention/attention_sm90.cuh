@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
   }
   __syncthreads();
   // Launched programmatically (behind the split projection kernel or the norm/RoPE pass, or in additive mode behind
-  // the mask classification), the prologue above runs while that kernel still does; every role reads what the
+  // the mask tile lists), the prologue above runs while that kernel still does; every role reads what the
   // kernels before wrote from here on. A no-op otherwise.
   device::grid_dependency_wait();
   // The O projection's split kernel, launched programmatically behind this one at one row tile, may now take the

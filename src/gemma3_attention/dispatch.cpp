@@ -155,8 +155,8 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
     qkv_ops.l2_prefetch_bytes = o_weight_bytes;
   }
   // Whether the attention may launch programmatically: the kernel before it in `stream` is the split q|k|v kernel
-  // or the norm/RoPE pass behind the batched k|v GEMM (in additive mode the mask classification comes in between,
-  // launched plainly, and the attention is programmatic behind that).
+  // or the norm/RoPE pass behind the batched k|v GEMM (in additive mode the mask classification and the tile lists
+  // come in between, each programmatic behind the kernel before it, and the attention behind the lists).
   bool attention_programmatic = qkv_path == gemma3::ProjPath::kSplit;
   bool kv_batch_ok = false;  // validated before anything is enqueued
   GK_RETURN_IF_ERROR(kv_batch_allowed(&kv_batch_ok));

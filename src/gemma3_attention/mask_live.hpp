@@ -6,7 +6,7 @@
 //
 // mask_logit2(m) = max(m * log2(e), -FLT_MAX) in fp32. The product is monotone in m, so the dead values are NaN
 // and every m at or below the largest one whose product rounds to -FLT_MAX or beyond: -1.390625 * 2^127 (bf16
-// 0xff32; its product 2.006 * 2^127 overflows), while -1.3828125 * 2^127, the next bf16 above, gives 1.995 * 2^127.
+// 0xff32; its product 2.006 * 2^127 overflows), while -1.3828125 * 2^127, the next bf16 above, gives -1.995 * 2^127.
 // A bf16 value m, widened to fp32, is live exactly when m > that bound; NaN compares false, so it is dead, as
 // mask_logit2 makes it (fmaxf returns -FLT_MAX for a NaN).
 #pragma once

@@ -10,10 +10,11 @@
 // The mask is read once (B * S^2 * 2 bytes: 134 MB per batch element at S = 8192).
 //
 // Launched programmatically (behind the split q|k|v kernel or the norm/RoPE pass, which let their dependents launch
-// early), the classification reads only the mask, which no kernel of the layer writes, so it runs beside the end of
-// that kernel instead of after it. It still carries the dependency: its first CTA waits for that kernel before it
-// exits, so the classification's completion, which the list kernel waits for, as the attention waits for the list
-// kernel's, implies that kernel's.
+// early), the classification runs beside that kernel instead of after it: it reads only the mask, which no kernel of
+// the layer writes, and writes only its scratch, which only this call's list kernel and attention read. (That the
+// previous call's attention no longer reads the scratch rests on the layer's first kernel being launched plainly.)
+// It still carries the dependency: its first CTA waits for that kernel before it exits, so the classification's
+// completion, which the list kernel waits for, as the attention waits for the list kernel's, implies that kernel's.
 #include <cuda_bf16.h>
 
 #include <cfloat>
@@ -72,14 +73,15 @@ struct ClassifyParams {
 // 4-byte aligned mask) a column pair is one 4-byte load (128 bytes per warp instruction); otherwise two 2-byte
 // loads, as rows of an odd-length mask start anywhere. (A thread per column, 2-byte loads, reached ~0.9 TB/s.)
 //
-// The kernel is bound by its instructions, not by DRAM (1.0-1.5 TB/s at S >= 2053 with ~47 instructions per row
-// and thread, docs/perf-log.md v17), so a value costs as few as possible: liveness is one comparison with a bound
+// The previous form was bound by its instructions, not by DRAM (1.0-1.5 TB/s at S >= 2053 in the published run,
+// ~47 instructions per row and thread in its SASS: docs/perf-log.md v17), so a value costs as few as possible: liveness is one comparison with a bound
 // (mask_live.hpp), "nonzero" an OR of the raw bits, and the loads are unconditional: a row past the mask's end
 // re-reads the last row, a column past it the last column. A duplicate of a value the part holds changes none of
 // its flags; the live bits and rows it would add are masked off (columns by the lane's own predicate, rows by the
 // warp's count).
-// Loads that ptxas keeps where they are written: with plain loads it moved each row's arithmetic and ballots up
-// behind that row's load, so a thread had two loads in flight instead of 32.
+// Loads that the compiler keeps in the order written: with plain loads each row's arithmetic and ballots moved up
+// behind that row's load in the SASS, so a thread had two loads in flight instead of 32. (volatile binds NVVM;
+// ptxas kept them in place too, as the SASS shows, but nothing obliges it.)
 __device__ __forceinline__ uint32_t load_u32_now(const uint16_t* p) {
   uint32_t r;
   asm volatile("ld.global.u32 %0, [%1];" : "=r"(r) : "l"(p));
