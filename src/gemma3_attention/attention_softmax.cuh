@@ -21,8 +21,8 @@ __device__ __forceinline__ float mask_logit2(float m) { return fmaxf(m * kLog2e,
 
 // Adds the additive mask to the logits a thread holds (query positions rows[0] and rows[1], column pairs
 // col0 + 8 nt + {0, 1});
-// positions at or past the sequence end are left to the edge masking. With p.mask_pairs a column pair is one
-// 4-byte load.
+// keys at or past the sequence end are left to the edge masking, rows there get nothing (they are not stored). With
+// p.mask_pairs a column pair is one 4-byte load.
 template <int kNTiles>
 __device__ __forceinline__ void add_mask_values(float (&s)[kNTiles][4], const AttentionParams& p,
                                                 const __nv_bfloat16* mask_rows, const int (&rows)[2], int col0) {
@@ -56,8 +56,8 @@ __device__ __forceinline__ void add_mask_values(float (&s)[kNTiles][4], const At
 // position adds mask_logit2(dead) = -FLT_MAX, exactly what add_mask_values adds there. n0 is the tile's first key
 // (a multiple of 64).
 // The live words of the thread's two rows over a bits tile (w[row][part], mask_tiles.cu's layout); a row past the
-// sequence end gets all-live words (nothing added: the edge masking takes it). The Hopper kernel loads them before
-// it waits for the tile's scores, so that their latency overlaps the Q K^T.
+// sequence end gets all-live words (nothing added: the row is padding, never stored). The Hopper kernel loads them
+// before it waits for the tile's scores, so that their latency overlaps the Q K^T.
 template <int kNTiles>
 __device__ __forceinline__ void load_mask_bits(uint64_t (&w)[2][2], const AttentionParams& p, int b,
                                                const int (&rows)[2], int n0) {
@@ -90,7 +90,8 @@ __device__ __forceinline__ void apply_mask_bits(float (&s)[kNTiles][4], const ui
   }
 }
 
-// Raw Q.K dot products -> base-2 logits: scale, optional softcap, then the mask (additive mode, as the tile list
+// Raw Q.K dot products -> base-2 logits (divided by the softmax's factor where it applies the last scale: below):
+// scale, optional softcap, then the mask (additive mode, as the tile list
 // says: MaskApply; a bits tile's live words from `bits_ahead` when the caller loaded them early, load_mask_bits),
 // then the edge masking (keys past the sequence end; causal: keys right of the diagonal).
 // Softcap: cap*tanh(dot*scale/cap) with tanh.approx (one special-function op; relative error ~2^-11, which the
@@ -149,7 +150,8 @@ __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const A
   }
 }
 
-// The factor the softmax still applies to what scores_to_logits left (1 where it produced base-2 logits).
+// The factor the softmax still applies to what scores_to_logits left (1 where it produced base-2 logits; the Hopper
+// kernel's additive mode passes a factor per tile instead, exponentiate_mixed).
 template <bool kSoftcap, MaskMode kMask>
 __device__ __forceinline__ float logit_scale(const AttentionParams& p) {
   if constexpr (kMask == MaskMode::kAdditive) return 1.f;

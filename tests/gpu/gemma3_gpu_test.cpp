@@ -219,7 +219,8 @@ TEST_F(GpuTest, Gemma3CausalModeEqualsCausalMaskTensor) {
   GK_ASSERT_OK(b.run(handle(), stream()));
   const auto oa = a.output(stream()), ob = b.output(stream());
   // Masked scores become exact zeros either way, so the two differ only in rounding: where the last logit scale
-  // is applied (causal mode folds it into the softmax's FFMA; additive mode must apply it before adding the mask)
+  // is applied (causal mode folds it into the softmax's FFMA; additive mode must apply it before adding the mask,
+  // on the tiles with mask values or an edge, or on every tile in the sm_80 kernel)
   // and the order of the key tiles (causal mode takes the diagonal one first), which moves the running maxima the
   // bf16 probabilities are rounded against (measured 1.5e-3 relative L2; below 1e-3 in the same order). Never a
   // different set of keys: one key more or less per row moves the early rows by O(1), ~5e-2 overall.
