@@ -77,7 +77,8 @@ Status o_weight_prefetch(int64_t rows, bool split_qkv, OPrefetch* who) {
 }
 
 // GK_KV_GEMM=batched|separate pins how the k and v projections run on the cuBLASLt path (tests run both; batched
-// needs v's weights after k's in memory, else they stay separate).
+// needs v's weights after k's in memory, else they stay separate; with q's, k's and v's weights back to back, one
+// GEMM for all three unless separate).
 Status kv_batch_allowed(bool* allowed) {
   static const int forced = detail::env_choice("GK_KV_GEMM", {"batched", "separate"});
   if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_KV_GEMM", "batched|separate");
@@ -163,21 +164,28 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
   if (qkv_path != gemma3::ProjPath::kCublas) {
     GK_RETURN_IF_ERROR(gemma3::launch_proj_gemm(qkv_ops, qkv_path, stream));
   } else {
-    GK_RETURN_IF_ERROR(proj("gemma3_attention: q projection", t.q_proj_weight.data, Hq, q));
+    const auto w_q = reinterpret_cast<uintptr_t>(t.q_proj_weight.data);
+    const auto w_k = reinterpret_cast<uintptr_t>(t.k_proj_weight.data);
+    const auto w_v = reinterpret_cast<uintptr_t>(t.v_proj_weight.data);
+    // Weights back to back in memory, [Wq; Wk; Wv] (views of one fused q|k|v weight, as serving engines keep it):
+    // one GEMM over all of N writes the packed q|k|v rows directly (GK_KV_GEMM=separate keeps three GEMMs).
+    const uintptr_t q_bytes = uintptr_t(Hq * D) * uintptr_t(c.hidden) * sizeof(bf16);
+    const uintptr_t kv_bytes = uintptr_t(Hkv * D) * uintptr_t(c.hidden) * sizeof(bf16);
+    bool qkv_one = kv_batch_ok && w_k == w_q + q_bytes && w_v == w_k + kv_bytes;
+    if (qkv_one) qkv_one = proj("gemma3_attention: q|k|v projection", t.q_proj_weight.data, Hq + 2 * Hkv, q).ok();
+    if (!qkv_one) GK_RETURN_IF_ERROR(proj("gemma3_attention: q projection", t.q_proj_weight.data, Hq, q));
     // k and v have one shape: one strided-batch GEMM for both when v's weights lie after k's (any distance), which
     // fills twice the SMs where the row tiles are few ((2, 293): 10.9 + 11.2 us as two GEMMs, docs/perf-log.md
     // v16) and saves a launch gap. Otherwise two GEMMs, the norm/RoPE pass on the side stream beside v's.
     // Addresses as integers: the two weights are separate allocations (both 16-byte aligned: validate.cpp). A
     // distance past 2^40 bytes (what a TMA descriptor's stride holds) keeps them separate, and so does a batched
     // GEMM that cuBLASLt declines (nothing of it was enqueued then).
-    const auto w_k = reinterpret_cast<uintptr_t>(t.k_proj_weight.data);
-    const auto w_v = reinterpret_cast<uintptr_t>(t.v_proj_weight.data);
-    bool kv_batched = kv_batch_ok && w_v > w_k && w_v - w_k < (uintptr_t(1) << 40);
+    bool kv_batched = !qkv_one && kv_batch_ok && w_v > w_k && w_v - w_k < (uintptr_t(1) << 40);
     if (kv_batched) {
       const auto stride = static_cast<int64_t>((w_v - w_k) / sizeof(bf16));
       kv_batched = proj("gemma3_attention: k|v projection", t.k_proj_weight.data, Hkv, k, 2, stride).ok();
     }
-    if (!kv_batched) {
+    if (!qkv_one && !kv_batched) {
       GK_RETURN_IF_ERROR(proj("gemma3_attention: k projection", t.k_proj_weight.data, Hkv, k));
     }
 
@@ -193,11 +201,11 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
     nr.num_kv_heads = static_cast<int>(Hkv);
     nr.eps = c.rms_norm_eps;
     nr.weight_offset = c.norm_weight_offset;
-    // The norm/RoPE pass (memory-bound, q and k columns only): behind the batched k|v GEMM on the main stream, or on
-    // the handle's side stream beside the v projection (compute-bound, v columns only), the attention waiting for
-    // both. Beside or behind the v projection measured the same (docs/perf-log.md v9): the GEMM's CTAs take whole
-    // SMs.
-    if (kv_batched) {
+    // The norm/RoPE pass (memory-bound, q and k columns only): behind the q|k|v or the batched k|v GEMM on the main
+    // stream, or on the handle's side stream beside the v projection (compute-bound, v columns only), the attention
+    // waiting for both. Beside or behind the v projection measured the same (docs/perf-log.md v9): the GEMM's CTAs
+    // take whole SMs.
+    if (qkv_one || kv_batched) {
       // Programmatic behind the GEMM (its launch overlaps the GEMM's tail), and the attention behind it.
       GK_RETURN_IF_ERROR(gemma3::launch_norm_rope(nr, static_cast<int>(D), /*programmatic=*/true, stream));
       attention_programmatic = true;

@@ -16,6 +16,7 @@ using gk_testkit::Gemma3Problem;
 using gk_testkit::Gemma3Recipe;
 using gk_testkit::Judgement;
 using gk_testkit::MaskPattern;
+using gk_testkit::WeightLayout;
 
 constexpr int kSuiteRounds = 3;
 
@@ -119,6 +120,7 @@ struct Variant {
   bool official_applies = true;
   // Elements between the mask's allocation and its data pointer: 1 makes a mask that is not 4-byte aligned.
   int64_t mask_offset = 0;
+  WeightLayout weights = WeightLayout::kSeparate;
 };
 
 void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
@@ -182,6 +184,12 @@ std::vector<Variant> variants() {
       {"group4", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 2; }), {}},
       {"group8", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 1; }), {}},
       {"hidden_64", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 64; c.num_q_heads = 2; c.num_kv_heads = 1; }), {}},
+      // Weight layouts the cuBLASLt path takes apart: [Wq; Wk; Wv] in one allocation (one GEMM for all of q|k|v),
+      // and v's weights below k's (three GEMMs).
+      {"packed_qkv_weights", base, {}, true, 0, WeightLayout::kPackedQkv},
+      {"packed_qkv_weights_additive", with(base, additive), {}, true, 0, WeightLayout::kPackedQkv},
+      {"packed_qkv_weights_group8", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 1; }), {}, true, 0, WeightLayout::kPackedQkv},
+      {"v_weights_before_k", base, {}, true, 0, WeightLayout::kVBeforeK},
   };
 }
 
@@ -189,7 +197,7 @@ class Gemma3Variants : public GpuParamTest<Variant> {};
 
 TEST_P(Gemma3Variants, OfficialRuleAgainstGpuReference) {
   const Variant& v = GetParam();
-  Gemma3Problem p(v.config, v.mask_offset);
+  Gemma3Problem p(v.config, v.mask_offset, v.weights);
   const uint64_t seed = next_seed();
   bool ran = false;
   // Activations x30 scale the output x30: judge those relative to their size.

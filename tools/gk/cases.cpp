@@ -140,6 +140,10 @@ void add_shape_options(CLI::App* cmd, ShapeOptions& o) {
   cmd->add_option("--query-scale", o.query_scale, "gemma3: score scale, 0 = head_dim^-0.5");
   cmd->add_option("--mask", o.mask, "gemma3: causal | additive | none (with --suite: causal, or additive to pass the suite's causal mask as a tensor)")
       ->check(CLI::IsMember({"causal", "additive", "none"}));
+  cmd->add_option("--weights", o.weights,
+                  "gemma3: where the q, k and v weights lie: separate allocations (the suites'), packed-qkv (one "
+                  "allocation [Wq; Wk; Wv], as a fused weight's views) or v-before-k")
+      ->check(CLI::IsMember({"separate", "packed-qkv", "v-before-k"}));
   cmd->add_option("--precision", o.precision, "audio: tf32 | exact")->check(CLI::IsMember({"tf32", "exact"}));
   cmd->add_option("--workload", o.workload, "One workload of --suite, as B,S");
   cmd->add_option("--atol", o.atol, "Absolute tolerance (default: the suite workload's)");
@@ -154,6 +158,15 @@ std::vector<Case> build_cases(const ShapeOptions& o) {
     throw;
   } catch (const std::runtime_error& e) {  // an unknown suite id
     throw UsageError(e.what());
+  }
+  const auto weights = o.weights == "packed-qkv"   ? gk_testkit::WeightLayout::kPackedQkv
+                       : o.weights == "v-before-k" ? gk_testkit::WeightLayout::kVBeforeK
+                                                   : gk_testkit::WeightLayout::kSeparate;
+  for (auto& c : cases) {
+    if (!c.gemma3 && weights != gk_testkit::WeightLayout::kSeparate) {
+      throw UsageError("--weights applies to the gemma3 operator only");
+    }
+    c.weights = weights;
   }
   for (const auto& c : cases) {
     size_t bytes = 0;
