@@ -64,7 +64,8 @@ __device__ __forceinline__ Item locate(const NormRopeParams& p, int64_t item, in
     const int head = head0 + 2 * i + half;
     it.live[i] = head < heads;
     it.q[i] = head < p.num_q_heads;
-    it.x[i] = p.qkv + it.row * p.row_stride + min(head, heads - 1) * kHeadDim + d0;
+    const int h = min(head, heads - 1);  // the q heads, then the k heads, which start at column head k_head0
+    it.x[i] = p.qkv + it.row * p.row_stride + (h < p.num_q_heads ? h : p.k_head0 + h - p.num_q_heads) * kHeadDim + d0;
   }
   return it;
 }

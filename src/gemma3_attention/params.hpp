@@ -21,6 +21,7 @@ struct NormRopeParams {
   int64_t row_stride;  // elements between tokens in qkv
   int num_q_heads;
   int num_kv_heads;
+  int k_head0;  // the 128-column head of qkv where k's first head lies: num_q_heads, or after v's heads
   float eps;
   float weight_offset;
 };
