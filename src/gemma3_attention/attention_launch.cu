@@ -110,7 +110,7 @@ bool sm90_layout(const AttentionParams& p, Sm90Columns* cols) {
   const bool packed = p.k_token_stride == width && p.v_token_stride == width && p.q_head_stride == 128 &&
                       p.k_head_stride == 128 && p.v_head_stride == 128 && p.q_batch_stride == p.seq_len * width &&
                       p.k_batch_stride == p.q_batch_stride && p.v_batch_stride == p.q_batch_stride && k_col > 0 &&
-                      v_col > 0 && v_col + 128 <= width && width % 8 == 0 &&
+                      v_col > 0 && k_col + 128 <= width && v_col + 128 <= width && width % 8 == 0 &&
                       reinterpret_cast<uintptr_t>(p.q) % 16 == 0 &&
                       // the output rows: 16-byte aligned
                       reinterpret_cast<uintptr_t>(p.o) % 16 == 0 && p.o_token_stride % 8 == 0 &&
