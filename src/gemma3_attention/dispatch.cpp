@@ -1,6 +1,6 @@
 // Orchestration of one Gemma3 attention layer call: the projections into a packed q|k|v buffer with the per-head
-// norm + RoPE (one fused kernel for few row tiles; else cuBLASLt GEMMs (q, then k|v as one batch where the weights
-// allow) and an in-place norm/RoPE pass),
+// norm + RoPE (one fused kernel for few row tiles; else cuBLASLt GEMMs (one for q|k|v where the weights lie back to
+// back, else q, then k and v as one batch) and an in-place norm/RoPE pass),
 // attention reading q/k/v straight from the packed rows, and the O projection (fused kernel or cuBLASLt).
 // All scalars the kernels need are folded here.
 #include <cmath>
@@ -77,7 +77,8 @@ Status o_weight_prefetch(int64_t rows, bool split_qkv, OPrefetch* who) {
 }
 
 // GK_KV_GEMM=batched|separate pins how the k and v projections run on the cuBLASLt path (tests run both; with q's,
-// k's and v's weights back to back, batched means one GEMM for all three).
+// k's and v's weights back to back, batched means one GEMM for all three). It also decides the packed rows' column
+// order on every path: v's before k's only where batched and v's weights lie lower.
 Status kv_batch_allowed(bool* allowed) {
   static const int forced = detail::env_choice("GK_KV_GEMM", {"batched", "separate"});
   if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_KV_GEMM", "batched|separate");
@@ -164,18 +165,24 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
     qkv_ops.l2_prefetch_bytes = o_weight_bytes;
   }
   // Whether the attention may launch programmatically: the kernel before it in `stream` is the split q|k|v kernel
-  // or the norm/RoPE pass behind the batched k|v GEMM (in additive mode the mask classification and the tile lists
+  // or the norm/RoPE pass behind the q|k|v or the batched k|v GEMM (in additive mode the mask classification and the tile lists
   // come in between, each programmatic behind the kernel before it, and the attention behind the lists).
   bool attention_programmatic = qkv_path == gemma3::ProjPath::kSplit;
   if (qkv_path != gemma3::ProjPath::kCublas) {
     GK_RETURN_IF_ERROR(gemma3::launch_proj_gemm(qkv_ops, qkv_path, stream));
   } else {
-    // Weights back to back in memory, [Wq; Wk; Wv] (views of one fused q|k|v weight, as serving engines keep it):
-    // one GEMM over all of N writes the packed q|k|v rows directly (GK_KV_GEMM=separate keeps three GEMMs).
+    // Weights back to back in memory, [Wq; Wk; Wv] (views of one fused q|k|v weight, as serving engines keep it),
+    // or [Wq; Wv; Wk] (then v's columns come first too): one GEMM over all of N writes the packed rows directly
+    // (GK_KV_GEMM=separate keeps three GEMMs). A GEMM that cuBLASLt declines falls back, clearing any error its
+    // attempt left, so that the next launch check does not report it.
     const uintptr_t q_bytes = uintptr_t(Hq * D) * uintptr_t(c.hidden) * sizeof(bf16);
     const uintptr_t kv_bytes = uintptr_t(Hkv * D) * uintptr_t(c.hidden) * sizeof(bf16);
-    bool qkv_one = kv_batch_ok && w_k == w_q + q_bytes && w_v == w_k + kv_bytes;
-    if (qkv_one) qkv_one = proj("gemma3_attention: q|k|v projection", t.q_proj_weight.data, Hq + 2 * Hkv, q).ok();
+    const uintptr_t first_kv = v_first ? w_v : w_k, second_kv = v_first ? w_k : w_v;
+    bool qkv_one = kv_batch_ok && first_kv == w_q + q_bytes && second_kv == first_kv + kv_bytes;
+    const auto fell_back = [] { (void)cudaGetLastError(); return false; };
+    if (qkv_one) {
+      qkv_one = proj("gemma3_attention: q|k|v projection", t.q_proj_weight.data, Hq + 2 * Hkv, q).ok() || fell_back();
+    }
     if (!qkv_one) GK_RETURN_IF_ERROR(proj("gemma3_attention: q projection", t.q_proj_weight.data, Hq, q));
     // k and v have one shape: one strided-batch GEMM for both (any distance between their weights; from the lower
     // one, whose columns come first in the packed rows: v_first), which fills twice the SMs where the row tiles are
@@ -187,8 +194,9 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
     bool kv_batched = !qkv_one && kv_batch_ok && kv_distance > 0 && kv_distance < (uintptr_t(1) << 40);
     if (kv_batched) {
       const auto stride = static_cast<int64_t>(kv_distance / sizeof(bf16));
-      kv_batched = v_first ? proj("gemma3_attention: v|k projection", t.v_proj_weight.data, Hkv, v, 2, stride).ok()
-                           : proj("gemma3_attention: k|v projection", t.k_proj_weight.data, Hkv, k, 2, stride).ok();
+      kv_batched = (v_first ? proj("gemma3_attention: v|k projection", t.v_proj_weight.data, Hkv, v, 2, stride).ok()
+                            : proj("gemma3_attention: k|v projection", t.k_proj_weight.data, Hkv, k, 2, stride).ok()) ||
+                   fell_back();
     }
     if (!qkv_one && !kv_batched) {
       GK_RETURN_IF_ERROR(proj("gemma3_attention: k projection", t.k_proj_weight.data, Hkv, k));

@@ -185,8 +185,10 @@ std::vector<Variant> variants() {
       {"group8", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 1; }), {}},
       {"hidden_64", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 64; c.num_q_heads = 2; c.num_kv_heads = 1; }), {}},
       // Weight layouts the cuBLASLt path takes apart: [Wq; Wk; Wv] in one allocation (one GEMM for all of q|k|v),
-      // and v's weights below k's (three GEMMs).
+      // [Wq; Wv; Wk] (one GEMM, v's columns before k's), and v's weights below k's apart from q's (q, then one
+      // batched v|k GEMM, v's columns before k's).
       {"packed_qkv_weights", base, {}, true, 0, WeightLayout::kPackedQkv},
+      {"packed_qvk_weights", base, {}, true, 0, WeightLayout::kPackedQvk},
       {"packed_qkv_weights_additive", with(base, additive), {}, true, 0, WeightLayout::kPackedQkv},
       {"packed_qkv_weights_group8", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 1; }), {}, true, 0, WeightLayout::kPackedQkv},
       {"v_weights_before_k", base, {}, true, 0, WeightLayout::kVBeforeK},

@@ -156,12 +156,19 @@ Gemma3Problem::Gemma3Problem(const gk_gemma3_attention_config& c, int64_t mask_o
     wq_p_ = wq_.as<bf16>();
     wk_p_ = wk_.as<bf16>();
     wv_p_ = wv_.as<bf16>();
+  } else if (weights == WeightLayout::kVBeforeK) {
+    // q's allocation padded, so that [Wv; Wk] can never follow Wq back to back (which would make it kPackedQvk).
+    wq_ = alloc<bf16>(q_elems + 256);
+    wk_ = alloc<bf16>(2 * kv_elems);
+    wq_p_ = wq_.as<bf16>();
+    wv_p_ = wk_.as<bf16>();
+    wk_p_ = wv_p_ + kv_elems;
   } else {
     wq_ = alloc<bf16>(q_elems + 2 * kv_elems);
     wq_p_ = wq_.as<bf16>();
-    const bool packed = weights == WeightLayout::kPackedQkv;
-    wk_p_ = wq_p_ + q_elems + (packed ? 0 : kv_elems);
-    wv_p_ = wq_p_ + q_elems + (packed ? kv_elems : 0);
+    const bool k_first = weights == WeightLayout::kPackedQkv;
+    wk_p_ = wq_p_ + q_elems + (k_first ? 0 : kv_elems);
+    wv_p_ = wq_p_ + q_elems + (k_first ? kv_elems : 0);
   }
   wo_ = alloc<bf16>(c.hidden * c.num_q_heads * D);
   qn_ = alloc<bf16>(D);

@@ -65,7 +65,8 @@ gk_ref::AudioDims ref_dims(const gk_audio_qkv_config& c);
 enum class WeightLayout {
   kSeparate,   // three allocations, in the order q, k, v
   kPackedQkv,  // one allocation [Wq; Wk; Wv]: views of a fused q|k|v weight, as serving engines keep it
-  kVBeforeK,   // one allocation [Wq; Wv; Wk]: v's weights below k's
+  kPackedQvk,  // one allocation [Wq; Wv; Wk]
+  kVBeforeK,   // q's weights in one allocation, [Wv; Wk] in another: v's below k's, apart from q's
 };
 
 class Gemma3Problem {
@@ -105,7 +106,7 @@ class Gemma3Problem {
   gk_gemma3_attention_config config_;
   int64_t mask_offset_ = 0;
   DeviceBuffer hidden_, cos_, sin_, mask_, wq_, wk_, wv_, wo_, qn_, kn_, out_, ref_, workspace_;
-  // The projection weights: into wq_, wk_, wv_, or all three into wq_ (WeightLayout).
+  // The projection weights: into wq_, wk_, wv_, all three into wq_, or k's and v's into wk_ (WeightLayout).
   __nv_bfloat16 *wq_p_ = nullptr, *wk_p_ = nullptr, *wv_p_ = nullptr;
 };
 
