@@ -195,33 +195,20 @@ struct OnlineSoftmax {
       row_max[i] = mx[i];
       row_sum[i] *= alpha[i];
     }
-#pragma unroll
-    for (int nt = 0; nt < kNTiles; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        s[nt][e] = device::ex2_approx(fmaf(s[nt][e], scale, ref[e >> 1]));
-        row_sum[e >> 1] += s[nt][e];
-      }
-    }
+    probabilities(s, scale, ref);
   }
 
   // exponentiate() for a softmax whose tiles come in two units (additive mode, attention_sm90.cuh): the running max
   // is kept in base-2 logits, and `s` holds base-2 logits divided by `tile_scale` (1 for a tile scores_to_logits
-  // scaled, the factor for one it left unscaled). With tile_scale 1 the same operations as exponentiate(s, alpha,
-  // 1), so the same bits.
+  // scaled, the factor for one it left unscaled). With tile_scale 1 the same values as exponentiate(s, alpha, 1),
+  // so the same bits.
   template <int kNTiles>
   __device__ __forceinline__ void exponentiate_mixed(float (&s)[kNTiles][4], float (&alpha)[2], float tile_scale) {
     float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int nt = 0; nt < kNTiles; ++nt) {
-      mx[0] = fmaxf(mx[0], fmaxf(s[nt][0], s[nt][1]));
-      mx[1] = fmaxf(mx[1], fmaxf(s[nt][2], s[nt][3]));
-    }
+    quad_row_max(s, mx);
     float neg_ref[2];
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
       // tile_scale > 0, so the scaled maximum is the maximum of the scaled values (the rounding is monotone).
       mx[i] = fmaxf(row_max[i], mx[i] * tile_scale);
       const float ref = mx[i] == -INFINITY ? 0.f : mx[i];  // a row with nothing visible yet
@@ -230,11 +217,33 @@ struct OnlineSoftmax {
       row_max[i] = mx[i];
       row_sum[i] *= alpha[i];
     }
+    probabilities(s, tile_scale, neg_ref);
+  }
+
+  // The maximum of each of the thread's two rows over the tile, folded into mx and reduced over the quad that holds
+  // the row.
+  template <int kNTiles>
+  __device__ __forceinline__ static void quad_row_max(const float (&s)[kNTiles][4], float (&mx)[2]) {
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) {
+      mx[0] = fmaxf(mx[0], fmaxf(s[nt][0], s[nt][1]));
+      mx[1] = fmaxf(mx[1], fmaxf(s[nt][2], s[nt][3]));
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+    }
+  }
+
+  // s <- exp2(s * scale + neg_ref) per row, summed into the running sums.
+  template <int kNTiles>
+  __device__ __forceinline__ void probabilities(float (&s)[kNTiles][4], float scale, const float (&neg_ref)[2]) {
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        s[nt][e] = device::ex2_approx(fmaf(s[nt][e], tile_scale, neg_ref[e >> 1]));
+        s[nt][e] = device::ex2_approx(fmaf(s[nt][e], scale, neg_ref[e >> 1]));
         row_sum[e >> 1] += s[nt][e];
       }
     }

@@ -13,14 +13,11 @@
 #include "gemma3_attention/mask_live.hpp"
 #include "gemma3_attention/params.hpp"
 
+#include "bf16_bits.hpp"
+
 namespace {
 
-float widen(uint16_t h) {
-  const uint32_t w = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &w, 4);
-  return f;
-}
+using gk_test::bf16_bits_to_float;
 
 // mask_logit2 as the device computes it: an fp32 multiply (no contraction: nothing to add), then fmaxf, which
 // returns the other operand for a NaN.
@@ -33,7 +30,7 @@ bool live_by_logit(float m) {
 TEST(MaskLive, MatchesTheAttentionsClampForEveryBf16Value) {
   int dead = 0, mismatches = 0;
   for (uint32_t h = 0; h <= 0xffff; ++h) {
-    const float m = widen(static_cast<uint16_t>(h));
+    const float m = bf16_bits_to_float(static_cast<uint16_t>(h));
     const bool expected = live_by_logit(m);
     if (gk::gemma3::mask_value_live(m) != expected) {
       if (++mismatches <= 10) ADD_FAILURE() << "bf16 0x" << std::hex << h << " (" << m << ")";
@@ -46,14 +43,14 @@ TEST(MaskLive, MatchesTheAttentionsClampForEveryBf16Value) {
 }
 
 TEST(MaskLive, TheBoundIsTheLargestDeadValue) {
-  const float bound = widen(gk::gemma3::kMaskDeadBoundBf16);
+  const float bound = bf16_bits_to_float(gk::gemma3::kMaskDeadBoundBf16);
   EXPECT_EQ(bound, gk::gemma3::kMaskDeadBound);
   EXPECT_FALSE(live_by_logit(bound));
-  EXPECT_TRUE(live_by_logit(widen(gk::gemma3::kMaskDeadBoundBf16 - 1)));  // the next bf16 toward zero
-  EXPECT_TRUE(live_by_logit(widen(0x8000)));                             // -0
-  EXPECT_TRUE(live_by_logit(widen(0x7f80)));                             // +inf
-  EXPECT_FALSE(live_by_logit(widen(0xff80)));                            // -inf
-  EXPECT_FALSE(live_by_logit(widen(0xff7f)));                            // the lowest finite bf16
+  EXPECT_TRUE(live_by_logit(bf16_bits_to_float(gk::gemma3::kMaskDeadBoundBf16 - 1)));  // the next bf16 toward zero
+  EXPECT_TRUE(live_by_logit(bf16_bits_to_float(0x8000)));                             // -0
+  EXPECT_TRUE(live_by_logit(bf16_bits_to_float(0x7f80)));                             // +inf
+  EXPECT_FALSE(live_by_logit(bf16_bits_to_float(0xff80)));                            // -inf
+  EXPECT_FALSE(live_by_logit(bf16_bits_to_float(0xff7f)));                            // the lowest finite bf16
 }
 
 }  // namespace
