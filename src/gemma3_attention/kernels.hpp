@@ -17,8 +17,6 @@ Status launch_norm_rope(const NormRopeParams& p, int head_dim, bool programmatic
 // dependents launch early (device::launch_dependents); the attention's CTAs then start on the SMs that kernel
 // leaves free, set up, and wait for it (device::grid_dependency_wait) before reading anything. In additive mode the
 // mask classification and the tile lists run in between, each programmatic behind the kernel before it.
-// Both attention kernels let their own dependents launch once they have waited (the O projection's split kernel at
-// one row tile, ProjGemmOperands::programmatic).
 Status launch_attention(AttentionParams p, int head_dim, bool programmatic, cudaStream_t stream);
 size_t mask_tile_scratch_bytes(int64_t batch, int64_t seq_len);
 // Fills p->tiles for a kernel of block_m-row query blocks and block_n-key tiles (64 or 128 each). `programmatic`: as

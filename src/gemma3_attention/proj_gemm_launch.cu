@@ -95,12 +95,8 @@ Status launch_heads(const ProjGemmOperands& o, cudaStream_t stream) {
   p.k_blocks = static_cast<int>(o.k / Tr::kBK);
   // Any cluster size up to the portable 8; the kernel shares the K-blocks out unevenly where they do not divide.
   int split = 1;
-  // Occupancy asked of the instantiation that will run (the programmatic one has the same resources today).
-  const void* split_kernel = kHeads == 1 && o.programmatic
-                                 ? reinterpret_cast<const void*>(proj_gemm_kernel<1, true, true>)
-                                 : reinterpret_cast<const void*>(proj_gemm_kernel<kHeads, true>);
   GK_RETURN_IF_ERROR(detail::choose_cluster_split(
-      kOp, split_kernel, Tr::kThreads, Tr::kSmemBytes,
+      kOp, reinterpret_cast<const void*>(proj_gemm_kernel<kHeads, true>), Tr::kThreads, Tr::kSmemBytes,
       m_tiles * n_tiles, p.k_blocks, {8, 7, 6, 5, 4, 3, 2}, /*even_k=*/false, &split));
   const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
   // Programmatic only with one head per tile (a single row tile); a plain launch is correct for any operands.

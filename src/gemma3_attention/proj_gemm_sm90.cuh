@@ -105,10 +105,8 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
 
   // A kernel launched programmatically behind this one (the layer's attention, after the q|k|v projection) may start
   // now on the SMs this grid leaves free: it waits for this grid's completion before reading anything, and nothing
-  // here reads what it writes. Without such a kernel this has no effect. The programmatic form is the layer's last
-  // kernel, which nothing launches programmatically behind: it lets its successor launch only as it exits, not
-  // while it reads the attention's output.
-  if constexpr (!kProgrammatic) device::launch_dependents();
+  // here reads what it writes. Without such a kernel this has no effect.
+  device::launch_dependents();
   if (threadIdx.x == 0) {
     for (int s = 0; s < Tr::kStages; ++s) {
       device::mbar_init(full(s), 1);
@@ -126,8 +124,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
       device::tma_prefetch_descriptor(w_map);
       // Launched behind the kernel that writes A (the attention), the first stages' weight tiles stream in while
       // it still runs: the weights are not its output. Their A tiles follow on the same full barriers once it is
-      // done; the fence orders its ordinary stores (the mma kernel's, packed tails', direct mode's) before these
-      // TMA reads.
+      // done and its stores (TMA stores among them) are ordered before these TMA reads.
       const int early = kProgrammatic ? min(kb1 - kb0, Tr::kStages) : 0;
       for (int i = 0; i < kb1 - kb0; ++i) {
         const int s = i % Tr::kStages, round = i / Tr::kStages;

@@ -21,8 +21,8 @@ TEST_F(GpuTest, SmallGraphCaptureMatchesEager) {
   // The layer at 154 rows takes cuBLASLt (k and v batched where the weights allow, the norm pass and the attention
   // programmatic behind it, in additive mode the mask classification and the tile lists in between, programmatic
   // too; with GK_KV_GEMM=separate the norm pass on the side stream); at 120 rows the split q|k|v kernel with the
-  // attention launched programmatically behind it (causal) or behind the tile lists (additive), the O projection's
-  // weights prefetched, and the O projection's split kernel programmatic behind the attention.
+  // attention launched programmatically behind it (causal) or behind the tile lists (additive), and the O
+  // projection's weights prefetched.
   std::vector<std::unique_ptr<gk_testkit::Gemma3Problem>> gs;
   for (const gk_mask_mode mask : {GK_MASK_CAUSAL, GK_MASK_ADDITIVE}) {
     gs.push_back(std::make_unique<gk_testkit::Gemma3Problem>(
