@@ -77,8 +77,6 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
   // Launched programmatically (behind the split projection kernel or the norm/RoPE pass, or in additive mode behind
   // the mask tile lists), everything below reads what the kernels before wrote. A no-op otherwise.
   device::grid_dependency_wait();
-  // A programmatic O projection behind this kernel may start on the free SMs (as in attention_sm90.cuh).
-  device::launch_dependents();
   const TileCoord tc = tile_coord<kMask, kBlockM, kBlockN>(p, static_cast<int>(blockIdx.x));
   const int b = tc.b, h = tc.h, kvh = tc.kvh, m0 = tc.m0, n_blocks = tc.n_blocks;
   const int seq_len = p.seq_len;

@@ -162,10 +162,6 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
   // the mask tile lists), the prologue above runs while that kernel still does; every role reads what the
   // kernels before wrote from here on. A no-op otherwise.
   device::grid_dependency_wait();
-  // The O projection's split kernel, launched programmatically behind this one at one row tile, may now take the
-  // SMs this grid leaves free and start on its weights; it waits for this grid's completion before it reads the
-  // output, and writes nothing this kernel reads. No effect on a plain launch.
-  device::launch_dependents();
 
   const int warpgroup = threadIdx.x / 128;
   if (warpgroup == 0) {

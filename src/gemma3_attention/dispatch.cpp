@@ -276,14 +276,11 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
   o_ops.out[0] = static_cast<bf16*>(t.out.data);
   o_ops.out_row_stride = c.hidden;
   gemma3::ProjPath o_path = gemma3::ProjPath::kCublas;
-  // At one row tile the split kernel launches programmatically behind the attention (which lets its dependents
-  // launch once it runs): its CTAs take the SMs the attention leaves free and load their first weight stages
-  // while it runs, and the launch gap before a cuBLASLt kernel (1.4-2 us) goes. Launched plainly it lost to
-  // cuBLASLt there (M = 128: 12.3 against 8.8 us, docs/perf-log.md v12). Past one row tile cuBLASLt, unless pinned.
-  if (c.hidden % 128 == 0) {
-    GK_RETURN_IF_ERROR(gemma3::proj_path_chosen(o_ops, /*fused_by_default=*/rows <= 128, &o_path));
-  }
-  o_ops.programmatic = o_path == gemma3::ProjPath::kSplit;
+  // The fused kernels' O projection is correct everywhere but has not beaten cuBLASLt at a suite shape (M = 128:
+  // 13.9 against 10.0 us; launched programmatically behind the attention, its first weight stages loading while the
+  // attention ran, the attention took 4.6 us longer and the layer 41.6 against 36.6 us: docs/perf-log.md v17), so it
+  // runs only when pinned (tests keep it covered).
+  if (c.hidden % 128 == 0) GK_RETURN_IF_ERROR(gemma3::proj_path_chosen(o_ops, /*fused_by_default=*/false, &o_path));
   if (o_path != gemma3::ProjPath::kCublas) return gemma3::launch_proj_gemm(o_ops, o_path, stream);
   const GemmShape o_shape{rows, c.hidden, Hq * D, Hq * D, Hq * D, c.hidden, GemmKind::kBf16};
   return gemm.run("gemma3_attention: o projection", o_shape, ws.attn, t.o_proj_weight.data, t.out.data,

@@ -43,12 +43,6 @@ struct ProjGemmOperands {
   // AttentionParams::l2_prefetch; 0 bytes: none. Ignored by the other paths.
   const void* l2_prefetch = nullptr;
   uint64_t l2_prefetch_bytes = 0;
-  // Launched behind the kernel in the stream that writes `a` (the layer's O projection behind the attention, which
-  // lets its dependents launch once it runs): the split kernel then starts on the SMs that kernel leaves free and
-  // loads its first stages' weight tiles before it waits for `a`. The weights and everything else it reads must
-  // not be written by that kernel, nor by any other kernel that may still run (in the layer, the first kernel is
-  // launched plainly). Honoured with one head per tile (M <= 128); the other shapes and paths launch plainly.
-  bool programmatic = false;
 };
 
 // Which kernel runs a projection: cuBLASLt (the default past one row tile, and the fallback for operands no fused

@@ -46,12 +46,12 @@ Status encode_maps(const ProjGemmOperands& o, Maps* maps) {
   return Status::Ok();
 }
 
-template <int kHeads, bool kSplit, bool kProgrammatic = false>
+template <int kHeads, bool kSplit>
 Status launch(const ProjGemmParams& p, const Maps& maps, dim3 grid, cudaStream_t stream) {
   using Tr = ProjGemmTraits<kHeads>;
-  return detail::launch_z_clusters(kOp, "projection gemm launch", proj_gemm_kernel<kHeads, kSplit, kProgrammatic>,
-                                   grid, Tr::kThreads, Tr::kSmemBytes, kSplit, kProgrammatic, stream, maps.a,
-                                   maps.w[0], maps.w[1], maps.w[2], p);
+  return detail::launch_z_clusters(kOp, "projection gemm launch", proj_gemm_kernel<kHeads, kSplit>, grid, Tr::kThreads,
+                                   Tr::kSmemBytes, kSplit, /*programmatic=*/false, stream, maps.a, maps.w[0], maps.w[1],
+                                   maps.w[2], p);
 }
 
 int64_t segment_tiles(int64_t heads, int heads_per_tile) { return (heads + heads_per_tile - 1) / heads_per_tile; }
@@ -99,12 +99,6 @@ Status launch_heads(const ProjGemmOperands& o, cudaStream_t stream) {
       kOp, reinterpret_cast<const void*>(proj_gemm_kernel<kHeads, true>), Tr::kThreads, Tr::kSmemBytes,
       m_tiles * n_tiles, p.k_blocks, {8, 7, 6, 5, 4, 3, 2}, /*even_k=*/false, &split));
   const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
-  // Programmatic only with one head per tile (a single row tile); a plain launch is correct for any operands.
-  if constexpr (kHeads == 1) {
-    if (o.programmatic) {
-      return split > 1 ? launch<1, true, true>(p, maps, grid, stream) : launch<1, false, true>(p, maps, grid, stream);
-    }
-  }
   return split > 1 ? launch<kHeads, true>(p, maps, grid, stream) : launch<kHeads, false>(p, maps, grid, stream);
 }
 

@@ -13,9 +13,7 @@
 // wgmma.m64n128k16 per head per K step) from a TMA ring of 192 KB, keeping one K-block's group in flight and
 // releasing stages through empty barriers; warp 8 issues the TMA loads, and once the mainloop no longer needs the
 // memory bandwidth, an optional L2 prefetch for the kernels after (ProjGemmParams::l2_prefetch). The kernel lets a
-// programmatically launched successor start from its first instruction. Launched programmatically itself (the O
-// projection behind the attention, kProgrammatic), it loads the weight tiles of its first stages
-// before it waits for that kernel, the activation tiles after.
+// programmatically launched successor start from its first instruction.
 //
 // Epilogue: each CTA parks its fp32 partial tile in shared memory; after a cluster barrier every CTA reduces a
 // share of the tile's rows over the cluster, one warp per (row, head) (lane l holds columns 4l..4l+3 of the
@@ -73,16 +71,13 @@ __device__ __forceinline__ uint2 pack_bf16x4(const float (&v)[4]) {
 }  // namespace proj_detail
 
 // kClusterSplit: K is split over the CTAs of a cluster along z (cluster size = gridDim.z), reduced through DSMEM.
-// kProgrammatic: launched behind the kernel that writes A (ProjGemmOperands::programmatic); one head per tile only.
-// A template parameter, not a field of the parameters: one more field made ptxas spill the two-head cluster kernel.
-template <int kHeads, bool kClusterSplit, bool kProgrammatic = false>
+template <int kHeads, bool kClusterSplit>
 __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
     proj_gemm_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap w0_map,
                      const __grid_constant__ CUtensorMap w1_map, const __grid_constant__ CUtensorMap w2_map,
                      const ProjGemmParams p) {
   using Tr = ProjGemmTraits<kHeads>;
   using namespace proj_detail;
-  static_assert(!kProgrammatic || kHeads == 1, "programmatic launches at one head per tile");
   extern __shared__ unsigned char smem_raw[];
   const uint32_t base = device::smem_base_1024(smem_raw);
   const uint32_t bar = base + Tr::kStages * Tr::kStageBytes;
@@ -122,22 +117,13 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
       const CUtensorMap* w_map = seg == 0 ? &w0_map : (seg == 1 ? &w1_map : &w2_map);
       device::tma_prefetch_descriptor(&a_map);
       device::tma_prefetch_descriptor(w_map);
-      // Launched behind the kernel that writes A (the attention), the first stages' weight tiles stream in while
-      // it still runs: the weights are not its output. Their A tiles follow on the same full barriers once it is
-      // done and its stores (TMA stores among them) are ordered before these TMA reads.
-      const int early = kProgrammatic ? min(kb1 - kb0, Tr::kStages) : 0;
       for (int i = 0; i < kb1 - kb0; ++i) {
         const int s = i % Tr::kStages, round = i / Tr::kStages;
         const int col = (kb0 + i) * Tr::kBK;
         if (round > 0) device::mbar_wait(empty(s), (round - 1) & 1);
         device::mbar_arrive_expect_tx(full(s), Tr::kStageBytes);
-        if (i >= early) device::tma_load_2d(stage_a(s), &a_map, full(s), col, m0);
+        device::tma_load_2d(stage_a(s), &a_map, full(s), col, m0);
         device::tma_load_2d(stage_b(s), w_map, full(s), col, head0 * Tr::kHeadDim);  // both heads' rows: one box
-        if (i + 1 == early) {
-          device::grid_dependency_wait();
-          device::fence_proxy_async_global();
-          for (int e = 0; e < early; ++e) device::tma_load_2d(stage_a(e), &a_map, full(e), (kb0 + e) * Tr::kBK, m0);
-        }
       }
     }
     if constexpr (kClusterSplit) device::cluster_sync();  // partials parked: the cluster's mainloop is done
