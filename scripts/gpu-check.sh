@@ -70,7 +70,8 @@ for k in wgmma mma; do
     "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Gemma3*:*W047*' --gtest_brief=1
 done
 # fused: the fused kernels (the O projection too); split / persistent: one fused kernel on every shape it takes.
-# The k and v projections as two cuBLASLt GEMMs (one strided-batch GEMM by default where v's weights follow k's).
+# The k and v projections as two cuBLASLt GEMMs (by default one strided-batch GEMM, or one GEMM for q|k|v where the
+# three weights lie back to back).
 step "gemma3 tests, kv gemm=separate" env GK_KV_GEMM=separate "$BUILD/bin/gk_gpu_tests" \
   --gtest_filter='*Gemma3*:*W047*:GpuTest.*' --gtest_brief=1
 for pp in fused cublas split persistent; do

@@ -11,6 +11,11 @@ operator cannot take - a KV cache to update, biases, head_dim other than 128, we
 not a 4-D tensor (flash/flex attention), a sliding window with no mask tensor to express it - runs the module's
 original forward instead. Each switched module counts its fused calls in `_gk_fused_calls`.
 `attn_logit_softcapping` from the config is applied (HF's own Gemma3 attention does not apply it).
+
+`use_gemma_kernels(model, pack_qkv=True)` also moves each module's q, k and v weights into one allocation
+[Wq; Wk; Wv] (once, when switching; the projections' weights become views of it, with the same values, shapes and
+dtypes), so that the layer runs the three projections as one GEMM (faster past 128 tokens). The weights are then new
+Parameter objects: meant for inference, after any optimizer or weight tying has been set up.
 """
 
 from __future__ import annotations
@@ -71,13 +76,28 @@ def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask
     return out, None
 
 
-def use_gemma_kernels(model: torch.nn.Module) -> int:
-    """Switches every Gemma3Attention in `model` to the fused layer; returns how many modules it switched."""
+def _pack_qkv_weights(module: torch.nn.Module) -> None:
+    """Replaces the q, k and v projection weights by views of one contiguous [Wq; Wk; Wv] tensor."""
+    projections = (module.q_proj, module.k_proj, module.v_proj)
+    with torch.no_grad():
+        packed = torch.cat([p.weight.detach() for p in projections]).contiguous()
+    start = 0
+    for p in projections:
+        rows = p.weight.shape[0]
+        p.weight = torch.nn.Parameter(packed[start:start + rows], requires_grad=p.weight.requires_grad)
+        start += rows
+
+
+def use_gemma_kernels(model: torch.nn.Module, pack_qkv: bool = False) -> int:
+    """Switches every Gemma3Attention in `model` to the fused layer; returns how many modules it switched.
+    pack_qkv: also put each module's q, k and v weights into one allocation (see the module's docstring)."""
     from transformers.models.gemma3.modeling_gemma3 import Gemma3Attention
 
     n = 0
     for module in model.modules():
         if isinstance(module, Gemma3Attention) and not hasattr(module, "_gk_original_forward"):
+            if pack_qkv:
+                _pack_qkv_weights(module)
             module._gk_original_forward = module.forward
             module._gk_fused_calls = 0  # how many calls took the fused layer (the rest fell back)
             module.forward = types.MethodType(_fused_forward, module)

@@ -53,7 +53,8 @@ template <class... Params, class... Args>
 Status launch_z_clusters(const char* op, const char* what, void (*kernel)(Params...), dim3 grid, int threads,
                          size_t smem_bytes, bool cluster, bool programmatic, cudaStream_t stream,
                          const Args&... args) {
-  GK_RETURN_IF_ERROR(set_smem_opt_in(op, reinterpret_cast<const void*>(kernel), smem_bytes));
+  // A kernel without dynamic shared memory needs no opt-in (a driver call per launch saved).
+  if (smem_bytes > 0) GK_RETURN_IF_ERROR(set_smem_opt_in(op, reinterpret_cast<const void*>(kernel), smem_bytes));
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(static_cast<unsigned>(threads));

@@ -60,6 +60,9 @@ struct GemmRunner::Plan {
   cublasLtMatrixLayout_t b = nullptr;  // cuBLAS "B": the [M,K] operand
   cublasLtMatrixLayout_t c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  // The heuristic found no algorithm: remembered, so that a caller with a fallback (the batched k|v GEMM, the one
+  // q|k|v GEMM) does not pay the query again on every call.
+  bool declined = false;
 
   ~Plan() {
     if (c) cublasLtMatrixLayoutDestroy(c);
@@ -81,7 +84,13 @@ Status GemmRunner::init() {
 
 Status GemmRunner::get_plan(const char* what, const GemmShape& shape, std::shared_ptr<const Plan>* out) {
   std::lock_guard<std::mutex> lock(mu_);
+  const auto no_algorithm = [&] {
+    return error(GK_STATUS_CUBLAS_ERROR, "%s: cuBLASLt has no algorithm for M=%lld N=%lld K=%lld (batch %lld)", what,
+                 static_cast<long long>(shape.m), static_cast<long long>(shape.n), static_cast<long long>(shape.k),
+                 static_cast<long long>(shape.batch));
+  };
   if (const auto* cached = plans_.find(shape)) {
+    if ((*cached)->declined) return no_algorithm();
     *out = *cached;
     return Status::Ok();
   }
@@ -135,9 +144,9 @@ Status GemmRunner::get_plan(const char* what, const GemmShape& shape, std::share
   cublasLtMatmulPreferenceDestroy(pref);
   GK_LT_TRY(st, what);
   if (count == 0) {
-    return error(GK_STATUS_CUBLAS_ERROR, "%s: cuBLASLt has no algorithm for M=%lld N=%lld K=%lld (batch %lld)", what,
-                 static_cast<long long>(shape.m), static_cast<long long>(shape.n), static_cast<long long>(shape.k),
-                 static_cast<long long>(shape.batch));
+    plan->declined = true;
+    plans_.insert(shape, std::move(plan));
+    return no_algorithm();
   }
   plan->algo = result.algo;
   *out = plans_.insert(shape, std::move(plan));

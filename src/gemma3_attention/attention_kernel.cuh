@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
   bf16* s_v = s_k + 2 * Tr::kTileKV;  // two stages
 
   // Launched programmatically (behind the split projection kernel or the norm/RoPE pass, or in additive mode behind
-  // the mask classification), everything below reads what the kernels before wrote. A no-op otherwise.
+  // the mask tile lists), everything below reads what the kernels before wrote. A no-op otherwise.
   device::grid_dependency_wait();
   const TileCoord tc = tile_coord<kMask, kBlockM, kBlockN>(p, static_cast<int>(blockIdx.x));
   const int b = tc.b, h = tc.h, kvh = tc.kvh, m0 = tc.m0, n_blocks = tc.n_blocks;

@@ -89,7 +89,7 @@ Status launch_mma(AttentionParams p, bool programmatic, cudaStream_t stream) {
   p.tail_rows = p.tail_inv = 0;  // the Hopper kernel's packing only
   unsigned blocks = 0;
   GK_RETURN_IF_ERROR(prepare_grid(Tr::kBlockM, &p, &blocks));
-  if (kMask == MaskMode::kAdditive) GK_RETURN_IF_ERROR(build_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, stream));
+  if (kMask == MaskMode::kAdditive) GK_RETURN_IF_ERROR(build_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, programmatic, stream));
   return detail::launch_z_clusters(kOp, "attention kernel launch", kernel, dim3(blocks), Tr::kThreads, Tr::kSmemBytes,
                                    /*cluster=*/false, programmatic, stream, p);
 }
@@ -107,10 +107,14 @@ Status encode_qkv_map(const AttentionParams& p, uint32_t box_rows, CUtensorMap* 
 // Its output leaves by TMA stores or in 16-byte pieces: 16-byte aligned rows either way.
 bool sm90_layout(const AttentionParams& p, Sm90Columns* cols) {
   const int64_t k_col = p.k - p.q, v_col = p.v - p.q, width = p.q_token_stride;
+  // q's heads from column 0, k's and v's (in either order) after them, apart, within the row.
+  const int64_t q_span = int64_t(p.num_q_heads) * 128, kv_span = int64_t(p.num_q_heads / p.group_size) * 128;
+  const bool columns = k_col >= q_span && v_col >= q_span && k_col + kv_span <= width && v_col + kv_span <= width &&
+                       (k_col + kv_span <= v_col || v_col + kv_span <= k_col);
   const bool packed = p.k_token_stride == width && p.v_token_stride == width && p.q_head_stride == 128 &&
                       p.k_head_stride == 128 && p.v_head_stride == 128 && p.q_batch_stride == p.seq_len * width &&
-                      p.k_batch_stride == p.q_batch_stride && p.v_batch_stride == p.q_batch_stride && k_col > 0 &&
-                      v_col > 0 && v_col + 128 <= width && width % 8 == 0 &&
+                      p.k_batch_stride == p.q_batch_stride && p.v_batch_stride == p.q_batch_stride && columns &&
+                      width % 8 == 0 &&
                       reinterpret_cast<uintptr_t>(p.q) % 16 == 0 &&
                       // the output rows: 16-byte aligned
                       reinterpret_cast<uintptr_t>(p.o) % 16 == 0 && p.o_token_stride % 8 == 0 &&
@@ -148,7 +152,7 @@ Status launch_wgmma(AttentionParams p, Sm90Columns cols, bool programmatic, cuda
   auto kernel = attention_sm90_kernel<kSoftcap, kMask>;
   unsigned blocks = 0;
   GK_RETURN_IF_ERROR(prepare_grid(Tr::kBlockM, &p, &blocks));
-  if (kMask == MaskMode::kAdditive) GK_RETURN_IF_ERROR(build_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, stream));
+  if (kMask == MaskMode::kAdditive) GK_RETURN_IF_ERROR(build_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, programmatic, stream));
   int sms = 0;
   GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
   blocks = std::min(blocks, static_cast<unsigned>(sms));

@@ -11,11 +11,11 @@
 // output store of the previous.
 //
 // Warpgroups 1 and 2 are consumers, 64 query rows each: S = Q K^T with wgmma (both operands from shared memory),
-// the online softmax in registers (the same code as the sm_80 kernel: the wgmma accumulator layout is the
-// mma.sync one), then O += P V with wgmma taking P straight from registers and V from shared memory read
-// transposed. Registers move from the producer to the consumers with setmaxnreg. The consumer warpgroups
-// alternate their tensor-core phases (ping-pong), and each overlaps the softmax of one tile with the P*V of the
-// previous.
+// the online softmax in registers (the sm_80 kernel's code: the wgmma accumulator layout is the mma.sync one; in
+// additive mode this kernel alone leaves tiles with nothing to add unscaled, OnlineSoftmax::exponentiate_mixed),
+// then O += P V with wgmma taking P straight from registers and V from shared memory read transposed. Registers
+// move from the producer to the consumers with setmaxnreg. The consumer warpgroups alternate their tensor-core
+// phases (ping-pong), and each overlaps the softmax of one tile with the P*V of the previous.
 #pragma once
 
 #include <cuda.h>
@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
   }
   __syncthreads();
   // Launched programmatically (behind the split projection kernel or the norm/RoPE pass, or in additive mode behind
-  // the mask classification), the prologue above runs while that kernel still does; every role reads what the
+  // the mask tile lists), the prologue above runs while that kernel still does; every role reads what the
   // kernels before wrote from here on. A no-op otherwise.
   device::grid_dependency_wait();
 
@@ -288,6 +288,8 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
   constexpr int kSchedThreads = 2 * 128;
   const int my_turn = 1 + half_block, other_turn = 2 - half_block;
   const float scale = logit_scale<kSoftcap, kMask>(p);
+  // The factor an additive mask's unscaled tiles leave to the softmax (what the other modes' `scale` is).
+  const float logit_factor = kSoftcap ? p.softcap_out : p.scale_log2;
   if (half_block == 1) device::named_barrier_arrive(other_turn, kSchedThreads);  // the first half goes first
 
   int g0 = 0;  // K/V tiles consumed before this work tile
@@ -305,12 +307,31 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     if constexpr (kMask == MaskMode::kAdditive) mask_rows = p.mask + tc.b * p.mask_batch_stride;
     // The key tile is looked up before the wait on its scores, so an additive tile list's load is off the
     // critical path.
-    const auto key = [&](int nb) { return key_tile<kMask, Tr::kBlockN>(tc, nb, half_block); };
-    const auto logits = [&](const KeyTile& kt) {
+    // So are a bits tile's live words (additive mode): loaded with the key tile, used after the wait.
+    uint64_t bits_ahead[2][2];
+    OnlineSoftmax softmax;
+    const auto key = [&](int nb) {
+      const KeyTile kt = key_tile<kMask, Tr::kBlockN>(tc, nb, half_block);
+      if constexpr (kMask == MaskMode::kAdditive) {
+        if (kt.mask == kMaskBits) load_mask_bits<kNTiles>(bits_ahead, p, tc.b, rows, kt.n0);
+      }
+      return kt;
+    };
+    // Scores to logits, then to probabilities. An additive mask's tile with nothing to add (no edge) stays unscaled
+    // and the softmax's FFMA applies the factor, as in the other modes (scores_to_logits).
+    const auto logits_and_exponentiate = [&](const KeyTile& kt, float (&alpha)[2]) {
       const int n0 = kt.n0;
       const bool edge =
           (n0 + Tr::kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + Tr::kBlockN - 1 > wg_pos0);
-      scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane, edge, kt.mask);
+      if constexpr (kMask == MaskMode::kAdditive) {
+        const bool unscaled = kt.mask == kMaskNone && !edge;
+        scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane, edge, kt.mask,
+                                                   &bits_ahead, unscaled);
+        softmax.exponentiate_mixed(acc_s, alpha, unscaled ? logit_factor : 1.f);
+      } else {
+        scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane, edge, kt.mask);
+        softmax.exponentiate(acc_s, alpha, scale);
+      }
     };
     // Q is free for the next work tile once this tile's last Q K^T has completed.
     const auto after_qk = [&](int nb) {
@@ -318,7 +339,6 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
       if (nb == n_blocks - 1) release(q_empty);
     };
 
-    OnlineSoftmax softmax;
 #pragma unroll
     for (int i = 0; i < kDTiles; ++i) acc_o[i][0] = acc_o[i][1] = acc_o[i][2] = acc_o[i][3] = 0.f;
 
@@ -345,8 +365,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
 #pragma unroll
       for (int nt = kNTiles / 2; nt < kNTiles; ++nt) acc_s[nt][0] = acc_s[nt][1] = acc_s[nt][2] = acc_s[nt][3] = 0.f;
     } else {
-      logits(first);
-      softmax.exponentiate(acc_s, alpha, scale);
+      logits_and_exponentiate(first, alpha);
     }
     pack_p(acc_s, p_frag);
 
@@ -359,8 +378,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
       device::wgmma_wait<1>();  // S of tile nb is ready; P*V of tile nb-1 may still run
       device::fence_accumulators(acc_s);
       after_qk(nb);
-      logits(kt);
-      softmax.exponentiate(acc_s, alpha, scale);
+      logits_and_exponentiate(kt, alpha);
       device::wgmma_wait<0>();
       device::fence_accumulators(acc_o);
       release(v_empty(stage(g0 + nb - 1)));

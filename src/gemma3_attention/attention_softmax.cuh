@@ -21,8 +21,8 @@ __device__ __forceinline__ float mask_logit2(float m) { return fmaxf(m * kLog2e,
 
 // Adds the additive mask to the logits a thread holds (query positions rows[0] and rows[1], column pairs
 // col0 + 8 nt + {0, 1});
-// positions at or past the sequence end are left to the edge masking. With p.mask_pairs a column pair is one
-// 4-byte load.
+// keys at or past the sequence end are left to the edge masking, rows there get nothing (they are not stored). With
+// p.mask_pairs a column pair is one 4-byte load.
 template <int kNTiles>
 __device__ __forceinline__ void add_mask_values(float (&s)[kNTiles][4], const AttentionParams& p,
                                                 const __nv_bfloat16* mask_rows, const int (&rows)[2], int col0) {
@@ -55,57 +55,84 @@ __device__ __forceinline__ void add_mask_values(float (&s)[kNTiles][4], const At
 // (mask_tiles.cu: column 2l at bit l, column 2l + 1 at bit 32 + l) instead of a load per column pair; a dead
 // position adds mask_logit2(dead) = -FLT_MAX, exactly what add_mask_values adds there. n0 is the tile's first key
 // (a multiple of 64).
+// The live words of the thread's two rows over a bits tile (w[row][part], mask_tiles.cu's layout); a row past the
+// sequence end gets all-live words (nothing added: the row is padding, never stored). The Hopper kernel loads them
+// before it waits for the tile's scores, so that their latency overlaps the Q K^T.
 template <int kNTiles>
-__device__ __forceinline__ void add_mask_bits(float (&s)[kNTiles][4], const AttentionParams& p, int b,
-                                              const int (&rows)[2],
-                                              int n0, int lane) {
+__device__ __forceinline__ void load_mask_bits(uint64_t (&w)[2][2], const AttentionParams& p, int b,
+                                               const int (&rows)[2], int n0) {
   static_assert(kNTiles == 8 || kNTiles == 16, "64- or 128-key tiles");
   const MaskTileLists& t = p.tiles;
   const int pn = n0 / 64;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
     const int row = rows[hh];
+    w[hh][0] = w[hh][1] = ~0ull;
     if (row >= p.seq_len) continue;
     const uint64_t* words = t.bits + ((int64_t(b) * t.parts + row / 64) * t.parts + pn) * 64 + row % 64;
-    uint64_t w[2];
-    w[0] = *words;
+    w[hh][0] = *words;
     // Past the last part the columns are past the sequence end: the edge masking takes them.
-    w[1] = (kNTiles == 16 && pn + 1 < t.parts) ? words[64] : ~0ull;
+    if (kNTiles == 16 && pn + 1 < t.parts) w[hh][1] = words[64];
+  }
+}
+
+template <int kNTiles>
+__device__ __forceinline__ void apply_mask_bits(float (&s)[kNTiles][4], const uint64_t (&w)[2][2], int lane) {
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
       // This thread's pair in the part: columns 8 (nt % 8) + 2 (lane % 4) and the next.
       const int l = (nt % 8) * 4 + (lane & 3);
-      if (!((w[nt / 8] >> l) & 1u)) s[nt][2 * hh] += -FLT_MAX;
-      if (!((w[nt / 8] >> (32 + l)) & 1u)) s[nt][2 * hh + 1] += -FLT_MAX;
+      if (!((w[hh][nt / 8] >> l) & 1u)) s[nt][2 * hh] += -FLT_MAX;
+      if (!((w[hh][nt / 8] >> (32 + l)) & 1u)) s[nt][2 * hh + 1] += -FLT_MAX;
     }
   }
 }
 
-// Raw Q.K dot products -> base-2 logits: scale, optional softcap, then the mask (additive mode, as the tile list
-// says: MaskApply), then the edge masking (keys past the sequence end; causal: keys right of the diagonal).
+// Raw Q.K dot products -> base-2 logits (divided by the softmax's factor where it applies the last scale: below):
+// scale, optional softcap, then the mask (additive mode, as the tile list
+// says: MaskApply; a bits tile's live words from `bits_ahead` when the caller loaded them early, load_mask_bits),
+// then the edge masking (keys past the sequence end; causal: keys right of the diagonal).
 // Softcap: cap*tanh(dot*scale/cap) with tanh.approx (one special-function op; relative error ~2^-11, which the
 // precise-yardstick tests bound), scale/cap and cap*log2(e) folded on the host.
 template <bool kSoftcap, MaskMode kMask, int kNTiles>
 __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const AttentionParams& p, int b,
                                                  const __nv_bfloat16* mask_rows, const int (&rows)[2], int n0, int lane,
-                                                 bool edge_tile, uint32_t mask_apply) {
+                                                 bool edge_tile, uint32_t mask_apply,
+                                                 const uint64_t (*bits_ahead)[2][2] = nullptr, bool unscaled = false) {
+  // Without an additive mask the last scale (cap * log2 e, or scale * log2 e) is left to the softmax, which folds it
+  // into the FFMA that subtracts the running max (logit_scale<kSoftcap, kMask>). So it is for an additive mask's
+  // tile with nothing to add (`unscaled`: no mask values, no edge; the caller's softmax then applies the factor,
+  // OnlineSoftmax::exponentiate_mixed): one multiply per score less where most tiles are such.
+  const bool scaled = kMask == MaskMode::kAdditive && !unscaled;
+  if (scaled) {
 #pragma unroll
-  for (int nt = 0; nt < kNTiles; ++nt) {
+    for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      // Without an additive mask the last scale (cap * log2 e, or scale * log2 e) is left to the softmax, which
-      // folds it into the FFMA that subtracts the running max (logit_scale<kSoftcap, kMask>).
-      if constexpr (kSoftcap) {
-        const float t = device::tanh_approx(s[nt][e] * p.softcap_in);
-        s[nt][e] = kMask == MaskMode::kAdditive ? p.softcap_out * t : t;
-      } else if constexpr (kMask == MaskMode::kAdditive) {
-        s[nt][e] *= p.scale_log2;
+      for (int e = 0; e < 4; ++e) {
+        s[nt][e] = kSoftcap ? p.softcap_out * device::tanh_approx(s[nt][e] * p.softcap_in) : s[nt][e] * p.scale_log2;
       }
     }
+  } else if constexpr (kSoftcap) {
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[nt][e] = device::tanh_approx(s[nt][e] * p.softcap_in);
+    }
   }
+  if (kMask == MaskMode::kAdditive && unscaled) return;
   const int col0 = n0 + 2 * (lane & 3);
   if constexpr (kMask == MaskMode::kAdditive) {
-    if (mask_apply == kMaskBits) add_mask_bits(s, p, b, rows, n0, lane);
+    if (mask_apply == kMaskBits) {
+      if (bits_ahead != nullptr) {
+        apply_mask_bits(s, *bits_ahead, lane);
+      } else {
+        uint64_t w[2][2];
+        load_mask_bits<kNTiles>(w, p, b, rows, n0);
+        apply_mask_bits(s, w, lane);
+      }
+    }
     if (mask_apply == kMaskValues) add_mask_values(s, p, mask_rows, rows, col0);
   }
   if (!edge_tile) return;
@@ -123,7 +150,8 @@ __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const A
   }
 }
 
-// The factor the softmax still applies to what scores_to_logits left (1 where it produced base-2 logits).
+// The factor the softmax still applies to what scores_to_logits left (1 where it produced base-2 logits; the Hopper
+// kernel's additive mode passes a factor per tile instead, exponentiate_mixed).
 template <bool kSoftcap, MaskMode kMask>
 __device__ __forceinline__ float logit_scale(const AttentionParams& p) {
   if constexpr (kMask == MaskMode::kAdditive) return 1.f;
@@ -167,11 +195,55 @@ struct OnlineSoftmax {
       row_max[i] = mx[i];
       row_sum[i] *= alpha[i];
     }
+    probabilities(s, scale, ref);
+  }
+
+  // exponentiate() for a softmax whose tiles come in two units (additive mode, attention_sm90.cuh): the running max
+  // is kept in base-2 logits, and `s` holds base-2 logits divided by `tile_scale` (1 for a tile scores_to_logits
+  // scaled, the factor for one it left unscaled). With tile_scale 1 the same values as exponentiate(s, alpha, 1),
+  // so the same bits.
+  template <int kNTiles>
+  __device__ __forceinline__ void exponentiate_mixed(float (&s)[kNTiles][4], float (&alpha)[2], float tile_scale) {
+    float mx[2] = {-INFINITY, -INFINITY};
+    quad_row_max(s, mx);
+    float neg_ref[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      // tile_scale > 0, so the scaled maximum is the maximum of the scaled values (the rounding is monotone).
+      mx[i] = fmaxf(row_max[i], mx[i] * tile_scale);
+      const float ref = mx[i] == -INFINITY ? 0.f : mx[i];  // a row with nothing visible yet
+      alpha[i] = device::ex2_approx(row_max[i] - ref);
+      neg_ref[i] = -ref;
+      row_max[i] = mx[i];
+      row_sum[i] *= alpha[i];
+    }
+    probabilities(s, tile_scale, neg_ref);
+  }
+
+  // The maximum of each of the thread's two rows over the tile, folded into mx and reduced over the quad that holds
+  // the row.
+  template <int kNTiles>
+  __device__ __forceinline__ static void quad_row_max(const float (&s)[kNTiles][4], float (&mx)[2]) {
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) {
+      mx[0] = fmaxf(mx[0], fmaxf(s[nt][0], s[nt][1]));
+      mx[1] = fmaxf(mx[1], fmaxf(s[nt][2], s[nt][3]));
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+    }
+  }
+
+  // s <- exp2(s * scale + neg_ref) per row, summed into the running sums.
+  template <int kNTiles>
+  __device__ __forceinline__ void probabilities(float (&s)[kNTiles][4], float scale, const float (&neg_ref)[2]) {
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        s[nt][e] = device::ex2_approx(fmaf(s[nt][e], scale, ref[e >> 1]));
+        s[nt][e] = device::ex2_approx(fmaf(s[nt][e], scale, neg_ref[e >> 1]));
         row_sum[e >> 1] += s[nt][e];
       }
     }

@@ -1,6 +1,6 @@
 // Orchestration of one Gemma3 attention layer call: the projections into a packed q|k|v buffer with the per-head
-// norm + RoPE (one fused kernel for few row tiles; else cuBLASLt GEMMs (q, then k|v as one batch where the weights
-// allow) and an in-place norm/RoPE pass),
+// norm + RoPE (one fused kernel for few row tiles; else cuBLASLt GEMMs (one for q|k|v where the weights lie back to
+// back, else q, then k and v as one batch) and an in-place norm/RoPE pass),
 // attention reading q/k/v straight from the packed rows, and the O projection (fused kernel or cuBLASLt).
 // All scalars the kernels need are folded here.
 #include <cmath>
@@ -76,8 +76,9 @@ Status o_weight_prefetch(int64_t rows, bool split_qkv, OPrefetch* who) {
   return Status::Ok();
 }
 
-// GK_KV_GEMM=batched|separate pins how the k and v projections run on the cuBLASLt path (tests run both; batched
-// needs v's weights after k's in memory, else they stay separate).
+// GK_KV_GEMM=batched|separate pins how the k and v projections run on the cuBLASLt path (tests run both; with q's,
+// k's and v's weights back to back, batched means one GEMM for all three). It also decides the packed rows' column
+// order on every path: v's before k's only where batched and v's weights lie lower.
 Status kv_batch_allowed(bool* allowed) {
   static const int forced = detail::env_choice("GK_KV_GEMM", {"batched", "separate"});
   if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_KV_GEMM", "batched|separate");
@@ -104,9 +105,18 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
   const int64_t rows = c.batch * c.seq_len;
   const int64_t D = c.head_dim, Hq = c.num_q_heads, Hkv = c.num_kv_heads;
   const int64_t width = (Hq + 2 * Hkv) * D;
+  // The packed q|k|v rows: q's heads, then k's and v's, or v's before k's when v's weights lie below k's in memory,
+  // so that one strided-batch GEMM (positive strides) still writes both (the attention and the norm/RoPE pass take
+  // the columns where they are).
+  bool kv_batch_ok = false;  // validated before anything is enqueued
+  GK_RETURN_IF_ERROR(kv_batch_allowed(&kv_batch_ok));
+  const auto w_q = reinterpret_cast<uintptr_t>(t.q_proj_weight.data);
+  const auto w_k = reinterpret_cast<uintptr_t>(t.k_proj_weight.data);
+  const auto w_v = reinterpret_cast<uintptr_t>(t.v_proj_weight.data);
+  const bool v_first = kv_batch_ok && w_v < w_k;
   bf16* q = ws.qkv;
-  bf16* k = ws.qkv + Hq * D;
-  bf16* v = ws.qkv + (Hq + Hkv) * D;
+  bf16* k = ws.qkv + (v_first ? Hq + Hkv : Hq) * D;
+  bf16* v = ws.qkv + (v_first ? Hq : Hq + Hkv) * D;
 
   using detail::GemmKind;
   using detail::GemmShape;
@@ -155,29 +165,40 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
     qkv_ops.l2_prefetch_bytes = o_weight_bytes;
   }
   // Whether the attention may launch programmatically: the kernel before it in `stream` is the split q|k|v kernel
-  // or the norm/RoPE pass behind the batched k|v GEMM (in additive mode the mask classification comes in between,
-  // launched plainly, and the attention is programmatic behind that).
+  // or the norm/RoPE pass behind the q|k|v or the batched k|v GEMM (in additive mode the mask classification and the tile lists
+  // come in between, each programmatic behind the kernel before it, and the attention behind the lists).
   bool attention_programmatic = qkv_path == gemma3::ProjPath::kSplit;
-  bool kv_batch_ok = false;  // validated before anything is enqueued
-  GK_RETURN_IF_ERROR(kv_batch_allowed(&kv_batch_ok));
   if (qkv_path != gemma3::ProjPath::kCublas) {
     GK_RETURN_IF_ERROR(gemma3::launch_proj_gemm(qkv_ops, qkv_path, stream));
   } else {
-    GK_RETURN_IF_ERROR(proj("gemma3_attention: q projection", t.q_proj_weight.data, Hq, q));
-    // k and v have one shape: one strided-batch GEMM for both when v's weights lie after k's (any distance), which
-    // fills twice the SMs where the row tiles are few ((2, 293): 10.9 + 11.2 us as two GEMMs, docs/perf-log.md
-    // v16) and saves a launch gap. Otherwise two GEMMs, the norm/RoPE pass on the side stream beside v's.
-    // Addresses as integers: the two weights are separate allocations (both 16-byte aligned: validate.cpp). A
-    // distance past 2^40 bytes (what a TMA descriptor's stride holds) keeps them separate, and so does a batched
-    // GEMM that cuBLASLt declines (nothing of it was enqueued then).
-    const auto w_k = reinterpret_cast<uintptr_t>(t.k_proj_weight.data);
-    const auto w_v = reinterpret_cast<uintptr_t>(t.v_proj_weight.data);
-    bool kv_batched = kv_batch_ok && w_v > w_k && w_v - w_k < (uintptr_t(1) << 40);
-    if (kv_batched) {
-      const auto stride = static_cast<int64_t>((w_v - w_k) / sizeof(bf16));
-      kv_batched = proj("gemma3_attention: k|v projection", t.k_proj_weight.data, Hkv, k, 2, stride).ok();
+    // Weights back to back in memory, [Wq; Wk; Wv] (views of one fused q|k|v weight, as serving engines keep it),
+    // or [Wq; Wv; Wk] (then v's columns come first too): one GEMM over all of N writes the packed rows directly
+    // (GK_KV_GEMM=separate keeps three GEMMs). A GEMM that cuBLASLt declines falls back, clearing any error its
+    // attempt left, so that the next launch check does not report it.
+    const uintptr_t q_bytes = uintptr_t(Hq * D) * uintptr_t(c.hidden) * sizeof(bf16);
+    const uintptr_t kv_bytes = uintptr_t(Hkv * D) * uintptr_t(c.hidden) * sizeof(bf16);
+    const uintptr_t first_kv = v_first ? w_v : w_k, second_kv = v_first ? w_k : w_v;
+    bool qkv_one = kv_batch_ok && first_kv == w_q + q_bytes && second_kv == first_kv + kv_bytes;
+    const auto fell_back = [] { (void)cudaGetLastError(); return false; };
+    if (qkv_one) {
+      qkv_one = proj("gemma3_attention: q|k|v projection", t.q_proj_weight.data, Hq + 2 * Hkv, q).ok() || fell_back();
     }
-    if (!kv_batched) {
+    if (!qkv_one) GK_RETURN_IF_ERROR(proj("gemma3_attention: q projection", t.q_proj_weight.data, Hq, q));
+    // k and v have one shape: one strided-batch GEMM for both (any distance between their weights; from the lower
+    // one, whose columns come first in the packed rows: v_first), which fills twice the SMs where the row tiles are
+    // few ((2, 293): 10.9 + 11.2 us as two GEMMs, docs/perf-log.md v16) and saves a launch gap. Otherwise two GEMMs,
+    // the norm/RoPE pass on the side stream beside v's. Addresses as integers: the two weights are separate
+    // allocations (both 16-byte aligned: validate.cpp). A distance past 2^40 bytes (what a TMA descriptor's stride
+    // holds) keeps them separate, and so does a batched GEMM that cuBLASLt declines (nothing of it was enqueued).
+    const uintptr_t kv_distance = v_first ? w_k - w_v : w_v - w_k;
+    bool kv_batched = !qkv_one && kv_batch_ok && kv_distance > 0 && kv_distance < (uintptr_t(1) << 40);
+    if (kv_batched) {
+      const auto stride = static_cast<int64_t>(kv_distance / sizeof(bf16));
+      kv_batched = (v_first ? proj("gemma3_attention: v|k projection", t.v_proj_weight.data, Hkv, v, 2, stride).ok()
+                            : proj("gemma3_attention: k|v projection", t.k_proj_weight.data, Hkv, k, 2, stride).ok()) ||
+                   fell_back();
+    }
+    if (!qkv_one && !kv_batched) {
       GK_RETURN_IF_ERROR(proj("gemma3_attention: k projection", t.k_proj_weight.data, Hkv, k));
     }
 
@@ -191,13 +212,14 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
     nr.row_stride = width;
     nr.num_q_heads = static_cast<int>(Hq);
     nr.num_kv_heads = static_cast<int>(Hkv);
+    nr.k_head0 = static_cast<int>((k - ws.qkv) / D);
     nr.eps = c.rms_norm_eps;
     nr.weight_offset = c.norm_weight_offset;
-    // The norm/RoPE pass (memory-bound, q and k columns only): behind the batched k|v GEMM on the main stream, or on
-    // the handle's side stream beside the v projection (compute-bound, v columns only), the attention waiting for
-    // both. Beside or behind the v projection measured the same (docs/perf-log.md v9): the GEMM's CTAs take whole
-    // SMs.
-    if (kv_batched) {
+    // The norm/RoPE pass (memory-bound, q and k columns only): behind the q|k|v or the batched k|v GEMM on the main
+    // stream, or on the handle's side stream beside the v projection (compute-bound, v columns only), the attention
+    // waiting for both. Beside or behind the v projection measured the same (docs/perf-log.md v9): the GEMM's CTAs
+    // take whole SMs.
+    if (qkv_one || kv_batched) {
       // Programmatic behind the GEMM (its launch overlaps the GEMM's tail), and the attention behind it.
       GK_RETURN_IF_ERROR(gemma3::launch_norm_rope(nr, static_cast<int>(D), /*programmatic=*/true, stream));
       attention_programmatic = true;
@@ -255,7 +277,9 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
   o_ops.out_row_stride = c.hidden;
   gemma3::ProjPath o_path = gemma3::ProjPath::kCublas;
   // The fused kernels' O projection is correct everywhere but has not beaten cuBLASLt at a suite shape (M = 128:
-  // 13.9 against 10.0 us), so it runs only when pinned (tests keep it covered).
+  // 13.9 against 10.0 us; launched programmatically behind the attention, its first weight stages loading while the
+  // attention ran, the attention took 4.6 us longer and the layer 41.6 against 36.6 us: docs/perf-log.md v17), so it
+  // runs only when pinned (tests keep it covered).
   if (c.hidden % 128 == 0) GK_RETURN_IF_ERROR(gemma3::proj_path_chosen(o_ops, /*fused_by_default=*/false, &o_path));
   if (o_path != gemma3::ProjPath::kCublas) return gemma3::launch_proj_gemm(o_ops, o_path, stream);
   const GemmShape o_shape{rows, c.hidden, Hq * D, Hq * D, Hq * D, c.hidden, GemmKind::kBf16};

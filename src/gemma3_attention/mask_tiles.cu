@@ -8,14 +8,24 @@
 //      is kept unless all its parts are dead; a block with a row that is dead over the whole sequence keeps every
 //      tile (that row averages V over all keys, as the reference does).
 // The mask is read once (B * S^2 * 2 bytes: 134 MB per batch element at S = 8192).
+//
+// Launched programmatically (behind the split q|k|v kernel or the norm/RoPE pass, which let their dependents launch
+// early), the classification runs beside that kernel instead of after it: it reads only the mask, which no kernel of
+// the layer writes, and writes only its scratch, which only this call's list kernel and attention read. (That the
+// previous call's attention no longer reads the scratch rests on the layer's first kernel being launched plainly.)
+// It still carries the dependency: its first CTA waits for that kernel before it exits, so the classification's
+// completion, which the list kernel waits for, as the attention waits for the list kernel's, implies that kernel's.
 #include <cuda_bf16.h>
 
 #include <cfloat>
 
+#include "common/cluster_split.hpp"
 #include "common/cuda_check.hpp"
+#include "common/device/sm90_primitives.cuh"
 #include "common/workspace.hpp"
 #include "gemma3_attention/attention_softmax.cuh"
 #include "gemma3_attention/kernels.hpp"
+#include "gemma3_attention/mask_live.hpp"
 
 namespace gk::gemma3 {
 
@@ -59,9 +69,30 @@ struct ClassifyParams {
 // grid (groups * B, parts_m), 256 threads: the CTA classifies kGroupParts parts side by side (64 rows x 256
 // columns). Warps 2q and 2q + 1 own part q, rows 0-31 and 32-63; lane l owns its columns 2l and 2l + 1, so two
 // ballots over the warp are a row's live word: even columns in the low half, odd columns in the high half (the
-// layout add_mask_bits reads). Each thread issues all of its loads before using any. With kPairs (even S,
+// layout load_mask_bits reads). Each thread issues all of its loads before using any. With kPairs (even S,
 // 4-byte aligned mask) a column pair is one 4-byte load (128 bytes per warp instruction); otherwise two 2-byte
 // loads, as rows of an odd-length mask start anywhere. (A thread per column, 2-byte loads, reached ~0.9 TB/s.)
+//
+// The previous form was bound by its instructions, not by DRAM (1.0-1.5 TB/s at S >= 2053 in the published run,
+// ~47 instructions per row and thread in its SASS: docs/perf-log.md v17), so a value costs as few as possible: liveness is one comparison with a bound
+// (mask_live.hpp), "nonzero" an OR of the raw bits, and the loads are unconditional: a row past the mask's end
+// re-reads the last row, a column past it the last column. A duplicate of a value the part holds changes none of
+// its flags; the live bits and rows it would add are masked off (columns by the lane's own predicate, rows by the
+// warp's count).
+// Loads that the compiler keeps in the order written: with plain loads each row's arithmetic and ballots moved up
+// behind that row's load in the SASS, so a thread had two loads in flight instead of 32. (volatile binds NVVM;
+// ptxas kept them in place too, as the SASS shows, but nothing obliges it.)
+__device__ __forceinline__ uint32_t load_u32_now(const uint16_t* p) {
+  uint32_t r;
+  asm volatile("ld.global.u32 %0, [%1];" : "=r"(r) : "l"(p));
+  return r;
+}
+__device__ __forceinline__ uint32_t load_u16_now(const uint16_t* p) {
+  uint16_t r;
+  asm volatile("ld.global.u16 %0, [%1];" : "=h"(r) : "l"(p));
+  return r;
+}
+
 template <bool kPairs>
 __global__ void __launch_bounds__(256) classify_kernel(const ClassifyParams p) {
   constexpr int kCols = kGroupParts * kPart, kRows = kPart / 2;
@@ -69,52 +100,61 @@ __global__ void __launch_bounds__(256) classify_kernel(const ClassifyParams p) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, part = warp / 2, row0 = (warp % 2) * kRows;
   const int col = group * kCols + part * kPart + 2 * lane;  // this thread's even column
   const int rows = min(kPart, p.seq_len - pm * kPart) - row0;  // of this warp's 32 (may be <= 0)
-  const bool ok0 = col < p.seq_len, ok1 = col + 1 < p.seq_len;
+  const int part_n = group * kGroupParts + part;
+  // A warp without rows, or whose part lies past the mask's end, reads clamped duplicates like the others and
+  // stores nothing. (Under a branch the compiler could not tell the ballots warp-uniform and doubled them.)
+  const bool active = rows > 0 && part_n < p.parts;
+  // The list kernel behind may launch now: it waits for this grid before it reads anything.
+  device::launch_dependents();
   __shared__ unsigned s_flags[kGroupParts];           // bit 0: nonzero, 1: live, 2: live and nonzero
   __shared__ unsigned long long s_live[kGroupParts];  // rows with a live value
   if (threadIdx.x < kGroupParts) {
     s_flags[threadIdx.x] = 0;
     s_live[threadIdx.x] = 0;
   }
-  const uint16_t* src =
-      reinterpret_cast<const uint16_t*>(p.mask) + (int64_t(b) * p.seq_len + pm * kPart + row0) * p.seq_len + col;
-  uint32_t v[kRows];  // the pair: even column in the low 16 bits
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
+  // The warp's first row (the mask's last for a warp without rows) and how many rows after it exist.
+  const int first_row = min(pm * kPart + row0, p.seq_len - 1), more_rows = min(kRows - 1, p.seq_len - 1 - first_row);
+  // With kPairs S is even, so the last pair starts at S - 2.
+  const int c0 = kPairs ? min(col, p.seq_len - 2) : min(col, p.seq_len - 1), c1 = min(col + 1, p.seq_len - 1);
+  const uint16_t* src = reinterpret_cast<const uint16_t*>(p.mask) + (int64_t(b) * p.seq_len + first_row) * p.seq_len;
+  const auto load = [&](int r) {
     const uint16_t* at = src + int64_t(r) * p.seq_len;
-    if (kPairs) {
-      v[r] = (ok0 && r < rows) ? *reinterpret_cast<const uint32_t*>(at) : 0u;
-    } else {
-      const uint32_t lo = (ok0 && r < rows) ? at[0] : 0u, hi = (ok1 && r < rows) ? at[1] : 0u;
-      v[r] = lo | hi << 16;
-    }
+    return kPairs ? load_u32_now(at + c0) : load_u16_now(at + c0) | load_u16_now(at + c1) << 16;
+  };
+  uint32_t v[kRows];  // the pair: even column in the low 16 bits
+  // Two forms of the loads alone (no warp-synchronous code under the branch): every row, or rows clamped.
+  if (more_rows == kRows - 1) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) v[r] = load(r);
+  } else {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) v[r] = load(min(r, more_rows));
   }
   __syncthreads();  // shared flags initialized
 
-  unsigned flags = 0;
-  unsigned long long live_rows = 0;
-  const int part_n = group * kGroupParts + part;
-  const bool part_exists = part_n < p.parts;
+  const bool ok0 = col < p.seq_len, ok1 = col + 1 < p.seq_len;
   uint64_t* words = p.bits + ((int64_t(b) * p.parts + pm) * p.parts + part_n) * kPart + row0;
+  uint32_t bits_or = 0;  // every value's bits, OR-ed: nonzero where some magnitude is
+  bool live_nonzero = false;
+  uint32_t live_rows = 0;  // bit r: row row0 + r has a live value
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
-    bool live[2];
-#pragma unroll
-    for (int c = 0; c < 2; ++c) {
-      const float m = __uint_as_float(c == 0 ? v[r] << 16 : v[r] & 0xffff0000u);  // bf16 -> fp32 is a shift
-      const bool exists = (c == 0 ? ok0 : ok1) && r < rows;
-      live[c] = exists && mask_logit2(m) > -FLT_MAX;
-      const bool nonzero = exists && m != 0.f;
-      flags |= (nonzero ? 1u : 0u) | (live[c] ? 2u : 0u) | (nonzero && live[c] ? 4u : 0u);
-    }
-    const unsigned even = __ballot_sync(0xffffffffu, live[0]), odd = __ballot_sync(0xffffffffu, live[1]);
-    if (lane == 0 && part_exists && r < rows) words[r] = uint64_t(odd) << 32 | even;
-    live_rows |= static_cast<unsigned long long>((even | odd) != 0u) << (row0 + r);
+    const float m0 = __uint_as_float(v[r] << 16), m1 = __uint_as_float(v[r] & 0xffff0000u);  // bf16 -> fp32
+    const bool live0 = ok0 && mask_value_live(m0), live1 = ok1 && mask_value_live(m1);
+    bits_or |= v[r];
+    live_nonzero |= (live0 && m0 != 0.f) || (live1 && m1 != 0.f);
+    const unsigned even = __ballot_sync(0xffffffffu, live0), odd = __ballot_sync(0xffffffffu, live1);
+    // Rows past the end store their duplicate's word: in bounds (a part has 64), never read (load_mask_bits reads
+    // rows below S only).
+    if (lane == 0 && active) words[r] = uint64_t(odd) << 32 | even;
+    live_rows |= ((even | odd) != 0u ? 1u : 0u) << r;
   }
-  flags = __reduce_or_sync(0xffffffffu, flags);
-  if (lane == 0 && part_exists) {
-    atomicOr(&s_flags[part], flags);
-    atomicOr(&s_live[part], live_rows);
+  live_rows &= rows >= kRows ? ~0u : rows <= 0 ? 0u : (1u << rows) - 1u;  // duplicates of the last row
+  const bool nonzero = __reduce_or_sync(0xffffffffu, bits_or & 0x7fff7fffu) != 0u;  // NaN counts, -0 does not
+  live_nonzero = __any_sync(0xffffffffu, live_nonzero);
+  if (lane == 0 && active) {
+    atomicOr(&s_flags[part], (nonzero ? 1u : 0u) | (live_rows != 0u ? 2u : 0u) | (live_nonzero ? 4u : 0u));
+    atomicOr(&s_live[part], static_cast<unsigned long long>(live_rows) << row0);
   }
   __syncthreads();
   if (threadIdx.x < kGroupParts && group * kGroupParts + static_cast<int>(threadIdx.x) < p.parts) {
@@ -124,6 +164,9 @@ __global__ void __launch_bounds__(256) classify_kernel(const ClassifyParams p) {
     p.cls[idx] = !(f & 1u) ? kZero : !(f & 2u) ? kDead : !(f & 4u) ? kBits : kValues;
     p.live_rows[idx] = s_live[q];
   }
+  // The kernel before this one in the stream (see the top): this grid does not complete before it does. A no-op on a
+  // plain launch.
+  if (blockIdx.x == 0 && blockIdx.y == 0) device::grid_dependency_wait();
 }
 
 struct ListParams {
@@ -135,8 +178,11 @@ struct ListParams {
   int sub_m, sub_n;        // parts per query block (1 or 2) and per key tile (1 or 2)
 };
 
-// One warp per (batch, query block).
+// One warp per (batch, query block). Launched programmatically behind the classification, it waits for it (a no-op
+// otherwise) and lets the attention launch.
 __global__ void __launch_bounds__(128) list_kernel(const ListParams p) {
+  device::grid_dependency_wait();
+  device::launch_dependents();
   const int warp = static_cast<int>((int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32), lane = threadIdx.x % 32;
   if (warp >= p.batch * p.m_blocks) return;
   const int b = warp / p.m_blocks, mb = warp % p.m_blocks;
@@ -188,7 +234,7 @@ __global__ void __launch_bounds__(128) list_kernel(const ListParams p) {
 
 size_t mask_tile_scratch_bytes(int64_t batch, int64_t seq_len) { return carve(nullptr, batch, seq_len).bytes; }
 
-Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, cudaStream_t stream) {
+Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, bool programmatic, cudaStream_t stream) {
   if (block_m % kPart != 0 || block_n % kPart != 0 || block_m > 2 * kPart || block_n > 2 * kPart) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: no mask tile lists for %d x %d tiles", kOp, block_m, block_n);
   }
@@ -217,12 +263,9 @@ Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, cudaStream
   // groups * batch <= (S / 256 + 1) * batch, far below 2^31 under the layer's batch * S < 2^31.
   const dim3 grid(static_cast<unsigned>(cp.groups * int64_t(p->batch)), static_cast<unsigned>(parts));
   // The condition under which the kernels load mask pairs as words (launch_attention sets it) is this one's too.
-  if (p->mask_pairs) {
-    classify_kernel<true><<<grid, 256, 0, stream>>>(cp);
-  } else {
-    classify_kernel<false><<<grid, 256, 0, stream>>>(cp);
-  }
-  GK_RETURN_IF_ERROR(detail::check_launch(kOp, "mask classification launch"));
+  GK_RETURN_IF_ERROR(detail::launch_z_clusters(kOp, "mask classification launch",
+                                                p->mask_pairs ? classify_kernel<true> : classify_kernel<false>, grid,
+                                                256, 0, /*cluster=*/false, programmatic, stream, cp));
 
   ListParams lp{};
   lp.cls = s.cls;
@@ -236,8 +279,9 @@ Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, cudaStream
   lp.sub_n = block_n / kPart;
   lp.out = {s.entries, s.counts, lp.n_blocks, s.bits, lp.parts};
   const int64_t warps = int64_t(p->batch) * lp.m_blocks;
-  list_kernel<<<static_cast<unsigned>((warps + 3) / 4), 128, 0, stream>>>(lp);
-  GK_RETURN_IF_ERROR(detail::check_launch(kOp, "mask tile list launch"));
+  GK_RETURN_IF_ERROR(detail::launch_z_clusters(kOp, "mask tile list launch", list_kernel,
+                                                dim3(static_cast<unsigned>((warps + 3) / 4)), 128, 0,
+                                                /*cluster=*/false, programmatic, stream, lp));
   p->tiles = lp.out;
   return Status::Ok();
 }

@@ -10,7 +10,8 @@ namespace gk::gemma3 {
 inline constexpr float kLog2e = 1.4426950408889634f;
 
 // Per-head RMSNorm (scale offset + w) followed by RoPE, in place on the packed projection output
-// qkv[M, row_stride] whose columns are [q heads | k heads | v heads]. V heads are left untouched.
+// qkv[M, row_stride] whose columns are [q heads | k heads | v heads], or [q | v | k] (k_head0). V heads are left
+// untouched.
 struct NormRopeParams {
   __nv_bfloat16* qkv;
   const __nv_bfloat16* cos;  // [M, head_dim]
@@ -21,6 +22,7 @@ struct NormRopeParams {
   int64_t row_stride;  // elements between tokens in qkv
   int num_q_heads;
   int num_kv_heads;
+  int k_head0;  // the 128-column head of qkv where k's first head lies: num_q_heads, or after v's heads
   float eps;
   float weight_offset;
 };

@@ -19,13 +19,14 @@ using gk_test::GpuTest;
 // the replay gives the bits of the eager call.
 TEST_F(GpuTest, SmallGraphCaptureMatchesEager) {
   // The layer at 154 rows takes cuBLASLt (k and v batched where the weights allow, the norm pass and the attention
-  // programmatic behind it; with GK_KV_GEMM=separate the norm pass on the side stream); at 120 rows the split q|k|v
-  // kernel with the attention launched programmatically behind it (causal) or behind the mask classification
-  // (additive), and the O projection's weights prefetched.
+  // programmatic behind it, in additive mode the mask classification and the tile lists in between, programmatic
+  // too; with GK_KV_GEMM=separate the norm pass on the side stream); at 120 rows the split q|k|v kernel with the
+  // attention launched programmatically behind it (causal) or behind the tile lists (additive), and the O
+  // projection's weights prefetched.
   std::vector<std::unique_ptr<gk_testkit::Gemma3Problem>> gs;
-  gs.push_back(std::make_unique<gk_testkit::Gemma3Problem>(
-      gk_gemma3_attention_config{2, 77, 1024, 8, 2, 128, 50.f, 1e-6f, 1.f, 0.f, GK_MASK_CAUSAL}));
   for (const gk_mask_mode mask : {GK_MASK_CAUSAL, GK_MASK_ADDITIVE}) {
+    gs.push_back(std::make_unique<gk_testkit::Gemma3Problem>(
+        gk_gemma3_attention_config{2, 77, 1024, 8, 2, 128, 50.f, 1e-6f, 1.f, 0.f, mask}));
     gs.push_back(std::make_unique<gk_testkit::Gemma3Problem>(
         gk_gemma3_attention_config{1, 120, 1024, 8, 2, 128, 50.f, 1e-6f, 1.f, 0.f, mask}));
   }

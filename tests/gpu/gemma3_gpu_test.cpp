@@ -16,6 +16,7 @@ using gk_testkit::Gemma3Problem;
 using gk_testkit::Gemma3Recipe;
 using gk_testkit::Judgement;
 using gk_testkit::MaskPattern;
+using gk_testkit::WeightLayout;
 
 constexpr int kSuiteRounds = 3;
 
@@ -119,6 +120,7 @@ struct Variant {
   bool official_applies = true;
   // Elements between the mask's allocation and its data pointer: 1 makes a mask that is not 4-byte aligned.
   int64_t mask_offset = 0;
+  WeightLayout weights = WeightLayout::kSeparate;
 };
 
 void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
@@ -182,6 +184,14 @@ std::vector<Variant> variants() {
       {"group4", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 2; }), {}},
       {"group8", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 1; }), {}},
       {"hidden_64", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 64; c.num_q_heads = 2; c.num_kv_heads = 1; }), {}},
+      // Weight layouts the cuBLASLt path takes apart: [Wq; Wk; Wv] in one allocation (one GEMM for all of q|k|v),
+      // [Wq; Wv; Wk] (one GEMM, v's columns before k's), and v's weights below k's apart from q's (q, then one
+      // batched v|k GEMM, v's columns before k's).
+      {"packed_qkv_weights", base, {}, true, 0, WeightLayout::kPackedQkv},
+      {"packed_qvk_weights", base, {}, true, 0, WeightLayout::kPackedQvk},
+      {"packed_qkv_weights_additive", with(base, additive), {}, true, 0, WeightLayout::kPackedQkv},
+      {"packed_qkv_weights_group8", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 1; }), {}, true, 0, WeightLayout::kPackedQkv},
+      {"v_weights_before_k", base, {}, true, 0, WeightLayout::kVBeforeK},
   };
 }
 
@@ -189,7 +199,7 @@ class Gemma3Variants : public GpuParamTest<Variant> {};
 
 TEST_P(Gemma3Variants, OfficialRuleAgainstGpuReference) {
   const Variant& v = GetParam();
-  Gemma3Problem p(v.config, v.mask_offset);
+  Gemma3Problem p(v.config, v.mask_offset, v.weights);
   const uint64_t seed = next_seed();
   bool ran = false;
   // Activations x30 scale the output x30: judge those relative to their size.
@@ -219,7 +229,8 @@ TEST_F(GpuTest, Gemma3CausalModeEqualsCausalMaskTensor) {
   GK_ASSERT_OK(b.run(handle(), stream()));
   const auto oa = a.output(stream()), ob = b.output(stream());
   // Masked scores become exact zeros either way, so the two differ only in rounding: where the last logit scale
-  // is applied (causal mode folds it into the softmax's FFMA; additive mode must apply it before adding the mask)
+  // is applied (causal mode folds it into the softmax's FFMA; additive mode must apply it before adding the mask,
+  // on the tiles with mask values or an edge, or on every tile in the sm_80 kernel)
   // and the order of the key tiles (causal mode takes the diagonal one first), which moves the running maxima the
   // bf16 probabilities are rounded against (measured 1.5e-3 relative L2; below 1e-3 in the same order). Never a
   // different set of keys: one key more or less per row moves the early rows by O(1), ~5e-2 overall.

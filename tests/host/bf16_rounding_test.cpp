@@ -14,14 +14,11 @@
 #include <random>
 #include <vector>
 
+#include "bf16_bits.hpp"
+
 namespace {
 
-float from_bf16(uint16_t h) {
-  const uint32_t w = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &w, 4);
-  return f;
-}
+using gk_test::bf16_bits_to_float;
 
 // Round-to-nearest-even of an fp32 value to bf16 on its bits (__float2bfloat16_rn for non-NaN values).
 uint16_t fp32_to_bf16_rn(float f) {
@@ -54,7 +51,7 @@ uint16_t exact_to_bf16_rn(double x) {
 // exponents differ by at most 44 (8 + 44 < 53 significant bits); past that the smaller one is below 2^-36 of
 // the larger, far under half the larger's bf16 ulp and never a tie, so the sum rounds to the larger.
 uint16_t exact_sum_to_bf16_rn(uint16_t ha, uint16_t hb) {
-  const double a = from_bf16(ha), b = from_bf16(hb);
+  const double a = bf16_bits_to_float(ha), b = bf16_bits_to_float(hb);
   if (a == 0.0 || b == 0.0 || std::fabs(std::ilogb(a) - std::ilogb(b)) <= 44) return exact_to_bf16_rn(a + b);
   return std::fabs(a) > std::fabs(b) ? ha : hb;
 }
@@ -81,10 +78,10 @@ TEST(Bf16Rounding, ProductAndSumRoundOnceFromFp32) {
       const int ea = (ha >> 7) & 0xff, eb = std::min(254, std::max(0, ea + int(any(rng) % 21) - 10));
       bs.push_back(static_cast<uint16_t>((any(rng) & 0x807f) | (uint32_t(eb) << 7)));
     }
-    const float a = from_bf16(ha);
+    const float a = bf16_bits_to_float(ha);
     for (uint16_t hb : bs) {
       if (is_nan(hb)) continue;
-      const float b = from_bf16(hb);
+      const float b = bf16_bits_to_float(hb);
       // inf * 0 and inf - inf are NaN both ways; the identities are about numbers.
       if (!((is_inf(ha) && b == 0.f) || (is_inf(hb) && a == 0.f))) {
         ASSERT_EQ(fp32_to_bf16_rn(a * b), exact_to_bf16_rn(double(a) * double(b)))  // exact in double

@@ -78,3 +78,30 @@ def test_logits_match_the_stock_model(softcap):
     # bf16 end to end: two layers of bf16 rounding differences (the fused layer keeps fp32 where eager rounds).
     assert stats["rel_l2"] < 2e-2, stats
     assert stats["top1_agree"] > 0.97, stats
+
+
+def test_packed_qkv_weights_give_the_same_logits():
+    """pack_qkv moves each module's q, k and v weights into one allocation (the layer then runs one GEMM for all
+    three): the same values, so the same logits up to the GEMMs' accumulation order."""
+    model = tiny_gemma3(50.0)
+    ids = torch.randint(0, model.config.vocab_size, (2, 300), device="cuda", generator=torch.Generator("cuda").manual_seed(2))
+    with torch.no_grad():
+        assert use_gemma_kernels(model) == 2
+        separate = model(ids, use_cache=False).logits
+        assert restore(model) == 2
+        before = [layer.self_attn.k_proj.weight.clone() for layer in model.model.layers]
+        assert use_gemma_kernels(model, pack_qkv=True) == 2
+        for layer, k in zip(model.model.layers, before):
+            a = layer.self_attn
+            assert torch.equal(a.k_proj.weight, k)
+            # back to back in one allocation
+            assert a.k_proj.weight.data_ptr() == a.q_proj.weight.data_ptr() + a.q_proj.weight.numel() * 2
+            assert a.v_proj.weight.data_ptr() == a.k_proj.weight.data_ptr() + a.k_proj.weight.numel() * 2
+        packed = model(ids, use_cache=False).logits
+        assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [1, 1]
+        restore(model)
+    stats = compare(packed, separate)
+    print(f"HF Gemma3 logits, packed q|k|v weights against separate: {stats}")
+    assert torch.isfinite(packed).all()
+    assert stats["rel_l2"] < 1e-2, stats
+    assert stats["top1_agree"] > 0.98, stats

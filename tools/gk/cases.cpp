@@ -46,6 +46,8 @@ Case suite_case(const Suite& s, const Workload& w, const ShapeOptions& o) {
                        "--op gemma3 -b B -s S --mask none");
     }
     if (c.g.mask_mode != GK_MASK_CAUSAL) c.suite_title += " [mask mode: " + o.mask + "]";
+    // Not the suites' layout either (SOL-ExecBench's harness allocates the three weights apart).
+    if (o.weights != "separate") c.suite_title += " [weights: " + o.weights + "]";
   } else {
     c.a = gk_testkit::audio_config(s, w, parse_precision(o.precision));
   }
@@ -140,6 +142,11 @@ void add_shape_options(CLI::App* cmd, ShapeOptions& o) {
   cmd->add_option("--query-scale", o.query_scale, "gemma3: score scale, 0 = head_dim^-0.5");
   cmd->add_option("--mask", o.mask, "gemma3: causal | additive | none (with --suite: causal, or additive to pass the suite's causal mask as a tensor)")
       ->check(CLI::IsMember({"causal", "additive", "none"}));
+  cmd->add_option("--weights", o.weights,
+                  "gemma3: where the q, k and v weights lie: separate allocations (the suites'), packed-qkv (one "
+                  "allocation [Wq; Wk; Wv], as a fused weight's views), packed-qvk ([Wq; Wv; Wk]) or v-before-k "
+                  "(q's apart, [Wv; Wk])")
+      ->check(CLI::IsMember({"separate", "packed-qkv", "packed-qvk", "v-before-k"}));
   cmd->add_option("--precision", o.precision, "audio: tf32 | exact")->check(CLI::IsMember({"tf32", "exact"}));
   cmd->add_option("--workload", o.workload, "One workload of --suite, as B,S");
   cmd->add_option("--atol", o.atol, "Absolute tolerance (default: the suite workload's)");
@@ -154,6 +161,19 @@ std::vector<Case> build_cases(const ShapeOptions& o) {
     throw;
   } catch (const std::runtime_error& e) {  // an unknown suite id
     throw UsageError(e.what());
+  }
+  const auto weights = o.weights == "packed-qkv"   ? gk_testkit::WeightLayout::kPackedQkv
+                       : o.weights == "packed-qvk" ? gk_testkit::WeightLayout::kPackedQvk
+                       : o.weights == "v-before-k" ? gk_testkit::WeightLayout::kVBeforeK
+                                                   : gk_testkit::WeightLayout::kSeparate;
+  // Like --mask: the gemma3 cases take it, the audio ones (whose weights it does not describe) ignore it.
+  bool any_gemma3 = false;
+  for (auto& c : cases) {
+    if (c.gemma3) c.weights = weights;
+    any_gemma3 = any_gemma3 || c.gemma3;
+  }
+  if (!any_gemma3 && weights != gk_testkit::WeightLayout::kSeparate) {
+    throw UsageError("--weights applies to the gemma3 operator only");
   }
   for (const auto& c : cases) {
     size_t bytes = 0;

@@ -21,6 +21,7 @@ struct ShapeOptions {
   int64_t hidden = -1, q_heads = -1, kv_heads = -1, heads = -1, head_dim = 128;  // -1: the suite's constant
   double softcap = -1, eps = -1, norm_offset = -1, query_scale = 0;
   std::string mask = "causal";
+  std::string weights = "separate";  // gemma3: separate | packed-qkv | packed-qvk | v-before-k
   std::string precision = "tf32";
   double atol = -1, rtol = -1;  // -1: the suite workload's tolerance (or the suite's loosest)
 };
@@ -33,6 +34,7 @@ struct Case {
   gk_gemma3_attention_config g{};
   gk_audio_qkv_config a{};
   double atol = 0, rtol = 0, required = 0.99;
+  gk_testkit::WeightLayout weights = gk_testkit::WeightLayout::kSeparate;
   int64_t batch = 0, seq_len = 0;
   std::string label() const { return "B=" + std::to_string(batch) + " S=" + std::to_string(seq_len); }
 };

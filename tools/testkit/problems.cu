@@ -21,6 +21,9 @@ using bf16 = __nv_bfloat16;
 gk_tensor tensor(const DeviceBuffer& b, gk_dtype dtype, std::initializer_list<int64_t> shape) {
   return gk_tensor_contiguous(b.get(), dtype, static_cast<int32_t>(shape.size()), shape.begin());
 }
+gk_tensor tensor(void* p, gk_dtype dtype, std::initializer_list<int64_t> shape) {
+  return gk_tensor_contiguous(p, dtype, static_cast<int32_t>(shape.size()), shape.begin());
+}
 
 template <typename T>
 DeviceBuffer alloc(int64_t n) {
@@ -138,16 +141,35 @@ gk_ref::AudioDims ref_dims(const gk_audio_qkv_config& c) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-Gemma3Problem::Gemma3Problem(const gk_gemma3_attention_config& c, int64_t mask_offset)
+Gemma3Problem::Gemma3Problem(const gk_gemma3_attention_config& c, int64_t mask_offset, WeightLayout weights)
     : config_(c), mask_offset_(mask_offset) {
   const int64_t M = c.batch * c.seq_len, D = c.head_dim;
   hidden_ = alloc<bf16>(M * c.hidden);
   cos_ = alloc<bf16>(M * D);
   sin_ = alloc<bf16>(M * D);
   if (c.mask_mode == GK_MASK_ADDITIVE) mask_ = alloc<bf16>(c.batch * c.seq_len * c.seq_len + mask_offset_);
-  wq_ = alloc<bf16>(c.num_q_heads * D * c.hidden);
-  wk_ = alloc<bf16>(c.num_kv_heads * D * c.hidden);
-  wv_ = alloc<bf16>(c.num_kv_heads * D * c.hidden);
+  const int64_t q_elems = c.num_q_heads * D * c.hidden, kv_elems = c.num_kv_heads * D * c.hidden;
+  if (weights == WeightLayout::kSeparate) {
+    wq_ = alloc<bf16>(q_elems);
+    wk_ = alloc<bf16>(kv_elems);
+    wv_ = alloc<bf16>(kv_elems);
+    wq_p_ = wq_.as<bf16>();
+    wk_p_ = wk_.as<bf16>();
+    wv_p_ = wv_.as<bf16>();
+  } else if (weights == WeightLayout::kVBeforeK) {
+    // q's allocation padded, so that [Wv; Wk] can never follow Wq back to back (which would make it kPackedQvk).
+    wq_ = alloc<bf16>(q_elems + 256);
+    wk_ = alloc<bf16>(2 * kv_elems);
+    wq_p_ = wq_.as<bf16>();
+    wv_p_ = wk_.as<bf16>();
+    wk_p_ = wv_p_ + kv_elems;
+  } else {
+    wq_ = alloc<bf16>(q_elems + 2 * kv_elems);
+    wq_p_ = wq_.as<bf16>();
+    const bool k_first = weights == WeightLayout::kPackedQkv;
+    wk_p_ = wq_p_ + q_elems + (k_first ? 0 : kv_elems);
+    wv_p_ = wq_p_ + q_elems + (k_first ? kv_elems : 0);
+  }
   wo_ = alloc<bf16>(c.hidden * c.num_q_heads * D);
   qn_ = alloc<bf16>(D);
   kn_ = alloc<bf16>(D);
@@ -168,9 +190,9 @@ gk_gemma3_attention_tensors Gemma3Problem::tensors() const {
   t.sin = tensor(sin_, GK_DTYPE_BF16, {c.batch, c.seq_len, D});
   const int64_t mask_shape[4] = {c.batch, 1, c.seq_len, c.seq_len};
   t.attention_mask = gk_tensor_contiguous(mask(), GK_DTYPE_BF16, 4, mask_shape);
-  t.q_proj_weight = tensor(wq_, GK_DTYPE_BF16, {c.num_q_heads * D, c.hidden});
-  t.k_proj_weight = tensor(wk_, GK_DTYPE_BF16, {c.num_kv_heads * D, c.hidden});
-  t.v_proj_weight = tensor(wv_, GK_DTYPE_BF16, {c.num_kv_heads * D, c.hidden});
+  t.q_proj_weight = tensor(wq_p_, GK_DTYPE_BF16, {c.num_q_heads * D, c.hidden});
+  t.k_proj_weight = tensor(wk_p_, GK_DTYPE_BF16, {c.num_kv_heads * D, c.hidden});
+  t.v_proj_weight = tensor(wv_p_, GK_DTYPE_BF16, {c.num_kv_heads * D, c.hidden});
   t.o_proj_weight = tensor(wo_, GK_DTYPE_BF16, {c.hidden, c.num_q_heads * D});
   t.q_norm_weight = tensor(qn_, GK_DTYPE_BF16, {D});
   t.k_norm_weight = tensor(kn_, GK_DTYPE_BF16, {D});
@@ -185,9 +207,9 @@ void Gemma3Problem::generate(const Gemma3Recipe& r, cudaStream_t stream) {
   fill(f.hidden, hidden_.as<bf16>(), M * c.hidden, stream);
   fill(f.cos, cos_.as<bf16>(), M * D, stream);
   fill(f.sin, sin_.as<bf16>(), M * D, stream);
-  fill(f.wq, wq_.as<bf16>(), c.num_q_heads * D * c.hidden, stream);
-  fill(f.wk, wk_.as<bf16>(), c.num_kv_heads * D * c.hidden, stream);
-  fill(f.wv, wv_.as<bf16>(), c.num_kv_heads * D * c.hidden, stream);
+  fill(f.wq, wq_p_, c.num_q_heads * D * c.hidden, stream);
+  fill(f.wk, wk_p_, c.num_kv_heads * D * c.hidden, stream);
+  fill(f.wv, wv_p_, c.num_kv_heads * D * c.hidden, stream);
   fill(f.wo, wo_.as<bf16>(), c.hidden * c.num_q_heads * D, stream);
   fill(f.qn, qn_.as<bf16>(), D, stream);
   fill(f.kn, kn_.as<bf16>(), D, stream);
@@ -206,9 +228,9 @@ void Gemma3Problem::run_gpu_reference(cudaStream_t stream, bool fp32_scores) {
   in.cos = cos_.as<bf16>();
   in.sin = sin_.as<bf16>();
   in.mask = mask();
-  in.q_proj_weight = wq_.as<bf16>();
-  in.k_proj_weight = wk_.as<bf16>();
-  in.v_proj_weight = wv_.as<bf16>();
+  in.q_proj_weight = wq_p_;
+  in.k_proj_weight = wk_p_;
+  in.v_proj_weight = wv_p_;
   in.o_proj_weight = wo_.as<bf16>();
   in.q_norm_weight = qn_.as<bf16>();
   in.k_norm_weight = kn_.as<bf16>();
@@ -235,9 +257,9 @@ void Gemma3Problem::run_cpu_reference(cudaStream_t stream, bool fp32_scores) {
   const auto cs = download(cos_, M * D, stream);
   const auto sn = download(sin_, M * D, stream);
   const auto mk = mask() ? download(mask(), c.batch * c.seq_len * c.seq_len, stream) : std::vector<float>();
-  const auto wq = download(wq_, c.num_q_heads * D * c.hidden, stream);
-  const auto wk = download(wk_, c.num_kv_heads * D * c.hidden, stream);
-  const auto wv = download(wv_, c.num_kv_heads * D * c.hidden, stream);
+  const auto wq = download(wq_p_, c.num_q_heads * D * c.hidden, stream);
+  const auto wk = download(wk_p_, c.num_kv_heads * D * c.hidden, stream);
+  const auto wv = download(wv_p_, c.num_kv_heads * D * c.hidden, stream);
   const auto wo = download(wo_, c.hidden * c.num_q_heads * D, stream);
   const auto qn = download(qn_, D, stream);
   const auto kn = download(kn_, D, stream);
@@ -387,7 +409,7 @@ namespace {
 
 class Gemma3Operator : public OperatorProblem {
  public:
-  explicit Gemma3Operator(const gk_gemma3_attention_config& c) : p_(c) {}
+  Gemma3Operator(const gk_gemma3_attention_config& c, WeightLayout weights) : p_(c, 0, weights) {}
   gk::Status run_fresh(uint64_t seed, const InputOptions& in, gk_handle_t h, cudaStream_t s) override {
     return p_.run_fresh(gemma3_recipe(seed, in), h, s);
   }
@@ -420,8 +442,8 @@ class AudioOperator : public OperatorProblem {
 
 }  // namespace
 
-std::unique_ptr<OperatorProblem> OperatorProblem::make(const gk_gemma3_attention_config& c) {
-  return std::make_unique<Gemma3Operator>(c);
+std::unique_ptr<OperatorProblem> OperatorProblem::make(const gk_gemma3_attention_config& c, WeightLayout weights) {
+  return std::make_unique<Gemma3Operator>(c, weights);
 }
 
 std::unique_ptr<OperatorProblem> OperatorProblem::make(const gk_audio_qkv_config& c) {

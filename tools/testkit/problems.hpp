@@ -61,11 +61,20 @@ HostAudioInputs generate_host(const gk_audio_qkv_config& c, const AudioRecipe& r
 gk_ref::Gemma3Dims ref_dims(const gk_gemma3_attention_config& c);
 gk_ref::AudioDims ref_dims(const gk_audio_qkv_config& c);
 
+// Where the q, k and v projection weights lie in memory (the layer takes faster paths for some layouts).
+enum class WeightLayout {
+  kSeparate,   // three allocations, in the order q, k, v
+  kPackedQkv,  // one allocation [Wq; Wk; Wv]: views of a fused q|k|v weight, as serving engines keep it
+  kPackedQvk,  // one allocation [Wq; Wv; Wk]
+  kVBeforeK,   // q's weights in one allocation, [Wv; Wk] in another: v's below k's, apart from q's
+};
+
 class Gemma3Problem {
  public:
   // mask_offset: the additive mask starts this many elements into its allocation (1: a mask that is 2-byte but
   // not 4-byte aligned, as a sliced tensor can be).
-  explicit Gemma3Problem(const gk_gemma3_attention_config& config, int64_t mask_offset = 0);
+  explicit Gemma3Problem(const gk_gemma3_attention_config& config, int64_t mask_offset = 0,
+                         WeightLayout weights = WeightLayout::kSeparate);
 
   const gk_gemma3_attention_config& config() const { return config_; }
   gk_gemma3_attention_tensors tensors() const;
@@ -97,6 +106,8 @@ class Gemma3Problem {
   gk_gemma3_attention_config config_;
   int64_t mask_offset_ = 0;
   DeviceBuffer hidden_, cos_, sin_, mask_, wq_, wk_, wv_, wo_, qn_, kn_, out_, ref_, workspace_;
+  // The projection weights: into wq_, wk_, wv_, all three into wq_, or k's and v's into wk_ (WeightLayout).
+  __nv_bfloat16 *wq_p_ = nullptr, *wk_p_ = nullptr, *wv_p_ = nullptr;
 };
 
 class AudioProblem {
@@ -151,7 +162,8 @@ inline AudioRecipe audio_recipe(uint64_t seed, const InputOptions& in) {
 class OperatorProblem {
  public:
   virtual ~OperatorProblem() = default;
-  static std::unique_ptr<OperatorProblem> make(const gk_gemma3_attention_config& config);
+  static std::unique_ptr<OperatorProblem> make(const gk_gemma3_attention_config& config,
+                                               WeightLayout weights = WeightLayout::kSeparate);
   static std::unique_ptr<OperatorProblem> make(const gk_audio_qkv_config& config);
 
   virtual gk::Status run_fresh(uint64_t seed, const InputOptions& in, gk_handle_t handle, cudaStream_t stream) = 0;
