@@ -89,7 +89,9 @@ Status launch_mma(AttentionParams p, bool programmatic, cudaStream_t stream) {
   p.tail_rows = p.tail_inv = 0;  // the Hopper kernel's packing only
   unsigned blocks = 0;
   GK_RETURN_IF_ERROR(prepare_grid(Tr::kBlockM, &p, &blocks));
-  if (kMask == MaskMode::kAdditive) GK_RETURN_IF_ERROR(build_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, programmatic, stream));
+  if (kMask == MaskMode::kAdditive) {
+    GK_RETURN_IF_ERROR(build_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, programmatic, stream));
+  }
   return detail::launch_z_clusters(kOp, "attention kernel launch", kernel, dim3(blocks), Tr::kThreads, Tr::kSmemBytes,
                                    /*cluster=*/false, programmatic, stream, p);
 }
@@ -152,7 +154,9 @@ Status launch_wgmma(AttentionParams p, Sm90Columns cols, bool programmatic, cuda
   auto kernel = attention_sm90_kernel<kSoftcap, kMask>;
   unsigned blocks = 0;
   GK_RETURN_IF_ERROR(prepare_grid(Tr::kBlockM, &p, &blocks));
-  if (kMask == MaskMode::kAdditive) GK_RETURN_IF_ERROR(build_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, programmatic, stream));
+  if (kMask == MaskMode::kAdditive) {
+    GK_RETURN_IF_ERROR(build_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, programmatic, stream));
+  }
   int sms = 0;
   GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
   blocks = std::min(blocks, static_cast<unsigned>(sms));

@@ -51,13 +51,11 @@ __device__ __forceinline__ void add_mask_values(float (&s)[kNTiles][4], const At
   }
 }
 
-// The same for a tile whose mask values are all 0 or dead: one 64-bit live word per row and 64-column part
-// (mask_tiles.cu: column 2l at bit l, column 2l + 1 at bit 32 + l) instead of a load per column pair; a dead
-// position adds mask_logit2(dead) = -FLT_MAX, exactly what add_mask_values adds there. n0 is the tile's first key
-// (a multiple of 64).
-// The live words of the thread's two rows over a bits tile (w[row][part], mask_tiles.cu's layout); a row past the
-// sequence end gets all-live words (nothing added: the row is padding, never stored). The Hopper kernel loads them
-// before it waits for the tile's scores, so that their latency overlaps the Q K^T.
+// A tile whose mask values are all 0 or dead reads one 64-bit live word per row and 64-column part instead of a
+// load per column pair (mask_tiles.cu: column 2l at bit l, column 2l + 1 at bit 32 + l). These are the words of the
+// thread's two rows over the tile starting at key n0 (a multiple of 64), as w[row][part]; a row past the sequence
+// end gets all-live words (nothing added: the row is padding, never stored). The Hopper kernel loads them before it
+// waits for the tile's scores, so that their latency overlaps the Q K^T.
 template <int kNTiles>
 __device__ __forceinline__ void load_mask_bits(uint64_t (&w)[2][2], const AttentionParams& p, int b,
                                                const int (&rows)[2], int n0) {
@@ -76,6 +74,7 @@ __device__ __forceinline__ void load_mask_bits(uint64_t (&w)[2][2], const Attent
   }
 }
 
+// A dead position adds mask_logit2(dead) = -FLT_MAX, exactly what add_mask_values adds there.
 template <int kNTiles>
 __device__ __forceinline__ void apply_mask_bits(float (&s)[kNTiles][4], const uint64_t (&w)[2][2], int lane) {
 #pragma unroll
@@ -91,9 +90,8 @@ __device__ __forceinline__ void apply_mask_bits(float (&s)[kNTiles][4], const ui
 }
 
 // Raw Q.K dot products -> base-2 logits (divided by the softmax's factor where it applies the last scale: below):
-// scale, optional softcap, then the mask (additive mode, as the tile list
-// says: MaskApply; a bits tile's live words from `bits_ahead` when the caller loaded them early, load_mask_bits),
-// then the edge masking (keys past the sequence end; causal: keys right of the diagonal).
+// scale, optional softcap, then the mask (additive mode, as the tile list says: MaskApply; a bits tile's live words
+// from `bits_ahead` when the caller loaded them early, load_mask_bits), then the edge masking (keys past the sequence end; causal: keys right of the diagonal).
 // Softcap: cap*tanh(dot*scale/cap) with tanh.approx (one special-function op; relative error ~2^-11, which the
 // precise-yardstick tests bound), scale/cap and cap*log2(e) folded on the host.
 template <bool kSoftcap, MaskMode kMask, int kNTiles>

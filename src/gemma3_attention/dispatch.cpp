@@ -165,8 +165,8 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
     qkv_ops.l2_prefetch_bytes = o_weight_bytes;
   }
   // Whether the attention may launch programmatically: the kernel before it in `stream` is the split q|k|v kernel
-  // or the norm/RoPE pass behind the q|k|v or the batched k|v GEMM (in additive mode the mask classification and the tile lists
-  // come in between, each programmatic behind the kernel before it, and the attention behind the lists).
+  // or the norm/RoPE pass behind the q|k|v or the batched k|v GEMM (in additive mode the mask classification and the
+  // tile lists come in between, each programmatic behind the kernel before it, and the attention behind the lists).
   bool attention_programmatic = qkv_path == gemma3::ProjPath::kSplit;
   if (qkv_path != gemma3::ProjPath::kCublas) {
     GK_RETURN_IF_ERROR(gemma3::launch_proj_gemm(qkv_ops, qkv_path, stream));

@@ -74,8 +74,8 @@ struct ClassifyParams {
 // loads, as rows of an odd-length mask start anywhere. (A thread per column, 2-byte loads, reached ~0.9 TB/s.)
 //
 // The previous form was bound by its instructions, not by DRAM (1.0-1.5 TB/s at S >= 2053 in the published run,
-// ~47 instructions per row and thread in its SASS: docs/perf-log.md v17), so a value costs as few as possible: liveness is one comparison with a bound
-// (mask_live.hpp), "nonzero" an OR of the raw bits, and the loads are unconditional: a row past the mask's end
+// ~47 instructions per row and thread in its SASS: docs/perf-log.md v17), so a value costs as few as possible:
+// liveness is one comparison with a bound (mask_live.hpp), "nonzero" an OR of the raw bits, and the loads are unconditional: a row past the mask's end
 // re-reads the last row, a column past it the last column. A duplicate of a value the part holds changes none of
 // its flags; the live bits and rows it would add are masked off (columns by the lane's own predicate, rows by the
 // warp's count).

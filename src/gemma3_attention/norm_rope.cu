@@ -1,6 +1,6 @@
 // Per-head RMSNorm with (offset + w) and RoPE (rotate_half convention), in place on the q and k heads of the
-// packed projection output (k's first head at NormRopeParams::k_head0). A warp works on (token, 8 heads): a half-warp per head, lane l of it holding dims 8l..8l+7 (16 bytes),
-// so the RoPE partner d +/- D/2 of a 128-wide head sits in lane l^8, and the token's cos/sin serve all the warp's
+// packed projection output (k's first head at NormRopeParams::k_head0). A warp works on (token, 8 heads): a
+// half-warp per head, lane l of it holding dims 8l..8l+7 (16 bytes), so the RoPE partner d +/- D/2 of a 128-wide head sits in lane l^8, and the token's cos/sin serve all the warp's
 // heads. The pass is a stream (read q|k once, write once); what set its speed was first the bytes in flight (each
 // lane now issues its four head loads before any arithmetic, 64 registers so 4 blocks of 256 threads fit an SM),
 // then the instruction count (ncu at M = 8192: 63.5 us with 4 heads per warp and fp32 RoPE, 888 instructions per
@@ -65,7 +65,8 @@ __device__ __forceinline__ Item locate(const NormRopeParams& p, int64_t item, in
     it.live[i] = head < heads;
     it.q[i] = head < p.num_q_heads;
     const int h = min(head, heads - 1);  // the q heads, then the k heads, which start at column head k_head0
-    it.x[i] = p.qkv + it.row * p.row_stride + (h < p.num_q_heads ? h : p.k_head0 + h - p.num_q_heads) * kHeadDim + d0;
+    const int column_head = h < p.num_q_heads ? h : p.k_head0 + h - p.num_q_heads;
+    it.x[i] = p.qkv + it.row * p.row_stride + column_head * kHeadDim + d0;
   }
   return it;
 }
@@ -124,8 +125,8 @@ __device__ __forceinline__ void finish(const NormRopeParams& p, const Item& it, 
 
 // One item per warp, its loads all issued before any arithmetic and held in registers.
 __global__ void __launch_bounds__(kWarpsPerBlock * 32, 4) norm_rope_d128_kernel(const NormRopeParams p) {
-  // Launched programmatically behind the q|k|v or the k|v GEMM, this block may run before that GEMM ends: wait for it before
-  // touching q|k. The attention behind this pass may launch at once: it waits for this grid's completion, and
+  // Launched programmatically behind the q|k|v or the k|v GEMM, this block may run before that GEMM ends: wait for
+  // it before touching q|k. The attention behind this pass may launch at once: it waits for this grid's completion, and
   // through every block's wait here also sees the GEMM's k and v (so no block may leave before this wait). A
   // no-op pair otherwise.
   device::grid_dependency_wait();

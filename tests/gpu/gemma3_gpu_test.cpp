@@ -152,6 +152,7 @@ std::vector<Variant> variants() {
   // (~2^-86 with norm weights 0; ~2^-121 with 1, a few binades above fp32's flush to zero, where the row's
   // smaller probabilities would vanish): the softmax must stay relative to the row.
   const auto heads8 = [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 8; };
+  const auto group8 = [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 1; };
   Gemma3Recipe negative_mild, negative_far;
   negative_mild.anti_aligned_norm_weight = 0.f;
   negative_far.anti_aligned_norm_weight = 1.f;
@@ -182,7 +183,7 @@ std::vector<Variant> variants() {
       // S % 128 = 62: a packed tail of two 64-row heads fills the whole tile, one head per consumer warpgroup.
       {"group2_tail64_s190", with(suite_shape(2, 190), [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 4; }), {}},
       {"group4", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 2; }), {}},
-      {"group8", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 1; }), {}},
+      {"group8", with(base, group8), {}},
       {"hidden_64", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 64; c.num_q_heads = 2; c.num_kv_heads = 1; }), {}},
       // Weight layouts the cuBLASLt path takes apart: [Wq; Wk; Wv] in one allocation (one GEMM for all of q|k|v),
       // [Wq; Wv; Wk] (one GEMM, v's columns before k's), and v's weights below k's apart from q's (q, then one
@@ -190,7 +191,7 @@ std::vector<Variant> variants() {
       {"packed_qkv_weights", base, {}, true, 0, WeightLayout::kPackedQkv},
       {"packed_qvk_weights", base, {}, true, 0, WeightLayout::kPackedQvk},
       {"packed_qkv_weights_additive", with(base, additive), {}, true, 0, WeightLayout::kPackedQkv},
-      {"packed_qkv_weights_group8", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 1; }), {}, true, 0, WeightLayout::kPackedQkv},
+      {"packed_qkv_weights_group8", with(base, group8), {}, true, 0, WeightLayout::kPackedQkv},
       {"v_weights_before_k", base, {}, true, 0, WeightLayout::kVBeforeK},
   };
 }

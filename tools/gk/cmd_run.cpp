@@ -123,7 +123,8 @@ int run(const RunOptions& o) {
     if (cpu_ref && cpu_reference_macs(c) > 2e10) {
       throw UsageError(run_label(c) + " is too large for the CPU reference; use --reference gpu");
     }
-    auto problem = c.gemma3 ? gk_testkit::OperatorProblem::make(c.g, c.weights) : gk_testkit::OperatorProblem::make(c.a);
+    auto problem = c.gemma3 ? gk_testkit::OperatorProblem::make(c.g, c.weights)
+                            : gk_testkit::OperatorProblem::make(c.a);
     Row row;
     row.label = run_label(c);
     for (int r = 0; r < o.rounds; ++r) {
