@@ -21,6 +21,9 @@ struct TileCoord {
   // head h + i / tail_rows.
   int tail_rows;
   int tail_inv;  // tail_reciprocal(tail_rows): no division on the kernels' paths (tail_packing.hpp)
+  // Additive mode, Hopper kernel: the tile list's first two entries, read by the producer when it decodes the tile
+  // (read_tile), so the consumers' first two key tiles do not wait on a load of the list.
+  uint32_t entries[2];
 };
 
 // The i-th key tile a work tile visits: its first key, and how the 64-row half `half` of the query block applies
@@ -62,6 +65,7 @@ __device__ __forceinline__ TileCoord tile_coord(const AttentionParams& p, int ti
   t.m0 = m_block * kBlockM;
   t.n_blocks = (p.seq_len + kBlockN - 1) / kBlockN;
   t.list = nullptr;
+  t.entries[0] = t.entries[1] = 0u;  // read_tile fills them (Hopper kernel, additive mode)
   t.block = t.b * p.num_m_blocks + m_block;
   if constexpr (kMask == MaskMode::kCausal) t.n_blocks = min(t.n_blocks, (t.m0 + kBlockM + kBlockN - 1) / kBlockN);
   if constexpr (kMask == MaskMode::kAdditive) {
@@ -71,12 +75,20 @@ __device__ __forceinline__ TileCoord tile_coord(const AttentionParams& p, int ti
   return t;
 }
 
-// A decoded work tile in 32 bytes of shared memory, as the Hopper kernel's producer hands it to the consumers (so
-// the divisions of tile_coord stay off their path from the Q load to the first Q K^T). `tile` >= p.num_tiles
-// means no more work.
+// A decoded work tile in kTileSlotBytes of shared memory, as the Hopper kernel's producer hands it to the consumers
+// (so the divisions of tile_coord, and in additive mode the first reads of the tile list, stay off their path from
+// the Q load to the first Q K^T). `tile` >= p.num_tiles means no more work.
+inline constexpr uint32_t kTileSlotBytes = 48;
+
+template <MaskMode kMask>
 __device__ __forceinline__ void write_tile(uint32_t slot, int tile, const TileCoord& t) {
   device::st_shared_v4(slot, make_uint4(tile, t.b, t.h, t.m0));
   device::st_shared_v4(slot + 16, make_uint4(t.n_blocks, t.tail_rows, t.block, t.kvh));
+  if constexpr (kMask == MaskMode::kAdditive) {
+    // A list has at least one entry (mask_tiles.cu); entries past its count are never decoded.
+    const uint32_t e0 = t.n_blocks > 0 ? t.list[0] : 0u, e1 = t.n_blocks > 1 ? t.list[1] : 0u;
+    device::st_shared_v4(slot + 32, make_uint4(e0, e1, 0u, 0u));
+  }
 }
 
 template <MaskMode kMask>
@@ -91,6 +103,12 @@ __device__ __forceinline__ int read_tile(uint32_t slot, const AttentionParams& p
   t->block = static_cast<int>(c.z);
   t->kvh = static_cast<int>(c.w);
   t->list = kMask == MaskMode::kAdditive ? p.tiles.entries + int64_t(t->block) * p.tiles.stride : nullptr;
+  t->entries[0] = t->entries[1] = 0u;
+  if constexpr (kMask == MaskMode::kAdditive) {
+    const uint4 e = device::ld_shared_v4(slot + 32);
+    t->entries[0] = e.x;
+    t->entries[1] = e.y;
+  }
   return static_cast<int>(a.x);
 }
 
@@ -111,13 +129,18 @@ __device__ __forceinline__ int persistent_tile(int round) {
   return round * g + ((round & 1) ? g - 1 - c : c);
 }
 
+// An additive tile list's entry (MaskTileLists) as the key tile it names, for the 64-row half `half`.
+template <int kBlockN>
+__device__ __forceinline__ KeyTile decode_key_entry(const TileCoord& t, uint32_t e, int half) {
+  // A packed tail's positions all lie in the block's first 64 rows (group_size >= 2 heads of tail_rows fit in 128).
+  const int h = t.tail_rows > 0 ? 0 : half;
+  return {static_cast<int>(e >> 4) * kBlockN, (e >> (2 * h)) & 3u};
+}
+
 template <MaskMode kMask, int kBlockN>
 __device__ __forceinline__ KeyTile key_tile(const TileCoord& t, int i, int half) {
   if constexpr (kMask == MaskMode::kAdditive) {
-    const uint32_t e = t.list[i];
-    // A packed tail's positions all lie in the block's first 64 rows (group_size >= 2 heads of tail_rows fit in 128).
-    const int h = t.tail_rows > 0 ? 0 : half;
-    return {static_cast<int>(e >> 4) * kBlockN, (e >> (2 * h)) & 3u};
+    return decode_key_entry<kBlockN>(t, t.list[i], half);
   } else if constexpr (kMask == MaskMode::kCausal) {
     // The diagonal tile first: the consumers' peeled first step is then the only one with masked keys, and a
     // warpgroup whose rows end before the tile's 65th key takes only its first 64 (attention_sm90.cuh).

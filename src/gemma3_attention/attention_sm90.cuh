@@ -42,7 +42,7 @@ struct Sm90Traits {
   static constexpr int kNumBarriers = 2 + 4 * kStages;            // Q full, Q empty; K, V full; K, V empty
   static constexpr uint32_t kOutBytes = 64 * 128 * 2;             // one consumer warpgroup's output rows (bf16)
   static constexpr size_t kSmemBytes =
-      1024 + size_t(kTileBytes) * (1 + 2 * kStages) + 2 * size_t(kOutBytes) + 64 + 8 * kNumBarriers;  // 64: slots
+      1024 + size_t(kTileBytes) * (1 + 2 * kStages) + 2 * size_t(kOutBytes) + 2 * kTileSlotBytes + 8 * kNumBarriers;
   static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs = 240;
   static constexpr int kConsumerWarps = 8;
@@ -135,15 +135,15 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
   const uint32_t s_v = s_k + Tr::kStages * Tr::kTileBytes;    // kStages tiles
   const uint32_t s_o = s_v + Tr::kStages * Tr::kTileBytes;    // 2 output staging buffers
   const uint32_t s_slots = s_o + 2 * Tr::kOutBytes;           // 2 decoded work tiles (16-byte aligned)
-  const uint32_t bar = s_slots + 64;                          // 8-byte mbarriers
+  const uint32_t bar = s_slots + 2 * kTileSlotBytes;          // 8-byte mbarriers
   const uint32_t q_full = bar;
   const uint32_t q_empty = bar + 8u;
   const auto k_full = [&](int s) { return bar + 8u * (2 + s); };
   const auto v_full = [&](int s) { return bar + 8u * (2 + Tr::kStages + s); };
   const auto k_empty = [&](int s) { return bar + 8u * (2 + 2 * Tr::kStages + s); };
   const auto v_empty = [&](int s) { return bar + 8u * (2 + 3 * Tr::kStages + s); };
-  // The producer's decoded tile for the consumers' work tile `local`, in slot local % 2 (32 bytes each).
-  const auto tile_slot = [&](int local) { return s_slots + 32u * (local & 1); };
+  // The producer's decoded tile for the consumers' work tile `local`, in slot local % 2.
+  const auto tile_slot = [&](int local) { return s_slots + kTileSlotBytes * (local & 1); };
   const int seq_len = p.seq_len;
 
   if (threadIdx.x == 0) {
@@ -174,7 +174,8 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
       int it = 0;  // K/V tiles loaded so far: ring stage and phase
       // The producer decodes each tile into the consumers' slot as soon as it has it, and reads it back there
       // when it starts the tile (the grid has at most num_tiles CTAs, so the first tile exists).
-      write_tile(tile_slot(0), persistent_tile(0), tile_coord<kMask, Tr::kBlockM, Tr::kBlockN>(p, persistent_tile(0)));
+      write_tile<kMask>(tile_slot(0), persistent_tile(0),
+                        tile_coord<kMask, Tr::kBlockM, Tr::kBlockN>(p, persistent_tile(0)));
       for (int local = 0;; ++local) {
         if (local > 0) device::mbar_wait(q_empty, (local - 1) & 1);
         TileCoord tc;
@@ -224,7 +225,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
         const int next = persistent_tile(local + 1);
         TileCoord nc{};
         if (next < p.num_tiles) nc = tile_coord<kMask, Tr::kBlockM, Tr::kBlockN>(p, next);
-        write_tile(tile_slot(local + 1), next, nc);
+        write_tile<kMask>(tile_slot(local + 1), next, nc);
       }
     }
     return;
@@ -305,26 +306,35 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     row_of(tc, half_block * 64 + warp * 16 + (lane >> 2) + 8, &head_unused, &rows[1]);
     const __nv_bfloat16* mask_rows = nullptr;
     if constexpr (kMask == MaskMode::kAdditive) mask_rows = p.mask + tc.b * p.mask_batch_stride;
-    // The key tile is looked up before the wait on its scores, so an additive tile list's load is off the
-    // critical path.
-    // So are a bits tile's live words (additive mode): loaded with the key tile, used after the wait.
+    // The key tile is looked up before the wait on its scores, and a bits tile's live words (additive mode) are
+    // loaded then, used after the wait. An additive tile list's entry is read a whole key tile ahead (the first two
+    // come in the slot): the branch on its kind waited for a load per key tile (ncu at (4, 2053): ~4% of the loop's
+    // stall samples).
     uint64_t bits_ahead[2][2];
+    uint32_t entry_ahead = tc.entries[1];
     OnlineSoftmax softmax;
     const auto key = [&](int nb) {
-      const KeyTile kt = key_tile<kMask, Tr::kBlockN>(tc, nb, half_block);
       if constexpr (kMask == MaskMode::kAdditive) {
-        if (kt.mask == kMaskBits) load_mask_bits<kNTiles>(bits_ahead, p, tc.b, rows, kt.n0);
+        uint32_t e = tc.entries[0];
+        if (nb > 0) {
+          e = entry_ahead;
+          entry_ahead = tc.list[min(nb + 1, n_blocks - 1)];
+        }
+        const KeyTile kt = decode_key_entry<Tr::kBlockN>(tc, e, half_block);
+        if (mask_apply_bits(kt.mask)) load_mask_bits<kNTiles>(bits_ahead, p, tc.b, rows, kt.n0);
+        return kt;
+      } else {
+        return key_tile<kMask, Tr::kBlockN>(tc, nb, half_block);
       }
-      return kt;
     };
-    // Scores to logits, then to probabilities. An additive mask's tile with nothing to add (no edge) stays unscaled
-    // and the softmax's FFMA applies the factor, as in the other modes (scores_to_logits).
+    // Scores to logits, then to probabilities. An additive mask's tile without mask values whose dead scores may be
+    // -inf stays unscaled and the softmax's FFMA applies the factor, as in the other modes (scores_to_logits).
     const auto logits_and_exponentiate = [&](const KeyTile& kt, float (&alpha)[2]) {
       const int n0 = kt.n0;
       const bool edge =
           (n0 + Tr::kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + Tr::kBlockN - 1 > wg_pos0);
       if constexpr (kMask == MaskMode::kAdditive) {
-        const bool unscaled = kt.mask == kMaskNone && !edge;
+        const bool unscaled = kt.mask == kMaskNone || kt.mask == kMaskBits;
         scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane, edge, kt.mask,
                                                    &bits_ahead, unscaled);
         softmax.exponentiate_mixed(acc_s, alpha, unscaled ? logit_factor : 1.f);

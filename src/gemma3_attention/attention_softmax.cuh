@@ -74,17 +74,27 @@ __device__ __forceinline__ void load_mask_bits(uint64_t (&w)[2][2], const Attent
   }
 }
 
-// A dead position adds mask_logit2(dead) = -FLT_MAX, exactly what add_mask_values adds there.
+// A dead position adds `dead`: -FLT_MAX, exactly what add_mask_values adds there (mask_logit2), or -inf where the
+// tile list allows it (kMaskBits in the Hopper kernel's unscaled tiles).
+// The thread's pair in a part is columns 8 (nt % 8) + 2 (lane % 4) and the next: bits 4 (nt % 8) + lane % 4 of the
+// word's halves. Each half is shifted by lane % 4 once, so every test is one AND with an immediate (a test of a
+// 64-bit word at a lane-dependent bit took two, and one more shift per pair).
 template <int kNTiles>
-__device__ __forceinline__ void apply_mask_bits(float (&s)[kNTiles][4], const uint64_t (&w)[2][2], int lane) {
+__device__ __forceinline__ void apply_mask_bits(float (&s)[kNTiles][4], const uint64_t (&w)[2][2], int lane,
+                                                float dead) {
+  const int q = lane & 3;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
 #pragma unroll
-    for (int nt = 0; nt < kNTiles; ++nt) {
-      // This thread's pair in the part: columns 8 (nt % 8) + 2 (lane % 4) and the next.
-      const int l = (nt % 8) * 4 + (lane & 3);
-      if (!((w[hh][nt / 8] >> l) & 1u)) s[nt][2 * hh] += -FLT_MAX;
-      if (!((w[hh][nt / 8] >> (32 + l)) & 1u)) s[nt][2 * hh + 1] += -FLT_MAX;
+    for (int part = 0; part < kNTiles / 8; ++part) {
+      const uint32_t even = static_cast<uint32_t>(w[hh][part]) >> q;
+      const uint32_t odd = static_cast<uint32_t>(w[hh][part] >> 32) >> q;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int nt = part * 8 + j;
+        if (!(even & (1u << (4 * j)))) s[nt][2 * hh] += dead;
+        if (!(odd & (1u << (4 * j)))) s[nt][2 * hh + 1] += dead;
+      }
     }
   }
 }
@@ -101,8 +111,9 @@ __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const A
                                                  const uint64_t (*bits_ahead)[2][2] = nullptr, bool unscaled = false) {
   // Without an additive mask the last scale (cap * log2 e, or scale * log2 e) is left to the softmax, which folds it
   // into the FFMA that subtracts the running max (logit_scale<kSoftcap, kMask>). So it is for an additive mask's
-  // tile with nothing to add (`unscaled`: no mask values, no edge; the caller's softmax then applies the factor,
-  // OnlineSoftmax::exponentiate_mixed): one multiply per score less where most tiles are such.
+  // tiles without mask values whose dead scores may be -inf (`unscaled`: kMaskNone and kMaskBits, edge tiles too;
+  // the caller's softmax then applies the factor, OnlineSoftmax::exponentiate_mixed): one multiply per score less
+  // where most tiles are such.
   const bool scaled = kMask == MaskMode::kAdditive && !unscaled;
   if (scaled) {
 #pragma unroll
@@ -119,16 +130,16 @@ __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const A
       for (int e = 0; e < 4; ++e) s[nt][e] = device::tanh_approx(s[nt][e] * p.softcap_in);
     }
   }
-  if (kMask == MaskMode::kAdditive && unscaled) return;
   const int col0 = n0 + 2 * (lane & 3);
   if constexpr (kMask == MaskMode::kAdditive) {
-    if (mask_apply == kMaskBits) {
+    if (mask_apply_bits(mask_apply)) {
+      const float dead = unscaled ? -INFINITY : -FLT_MAX;
       if (bits_ahead != nullptr) {
-        apply_mask_bits(s, *bits_ahead, lane);
+        apply_mask_bits(s, *bits_ahead, lane, dead);
       } else {
         uint64_t w[2][2];
         load_mask_bits<kNTiles>(w, p, b, rows, n0);
-        apply_mask_bits(s, w, lane);
+        apply_mask_bits(s, w, lane, dead);
       }
     }
     if (mask_apply == kMaskValues) add_mask_values(s, p, mask_rows, rows, col0);

@@ -219,6 +219,7 @@ __global__ void __launch_bounds__(128) list_kernel(const ListParams p) {
           keep |= cls != kDead;
           a = max(a, cls == kZero ? kMaskNone : cls == kValues ? kMaskValues : kMaskBits);
         }
+        if (dead_row && a == kMaskBits) a = kMaskBitsDeadRow;
         apply |= a << (2 * h);
       }
       keep |= dead_row;

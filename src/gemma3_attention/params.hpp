@@ -55,10 +55,18 @@ inline constexpr int64_t kMaxAdditiveMaskSeqLen = int64_t(65535) * 64;
 
 // How a visited key tile applies the additive mask to one 64-row half of a query block.
 enum MaskApply : uint32_t {
-  kMaskNone = 0,    // every value 0: nothing to add
-  kMaskBits = 1,    // every value 0 or dead: the per-element live bits say which scores get -FLT_MAX
+  kMaskNone = 0,  // every value 0: nothing to add
+  // Every value 0 or dead: the per-element live bits say which scores are dead. Every row of the block has a live
+  // key, so a dead score may be -inf (probability 0, as -FLT_MAX gives), and the Hopper kernel leaves such a tile
+  // unscaled.
+  kMaskBits = 1,
   kMaskValues = 2,  // other values: read the mask itself
+  // kMaskBits in a block with a row that is dead everywhere: dead scores get -FLT_MAX in base-2 logits, as
+  // add_mask_values gives them, so that such a row's scores stay equal (the reference averages V over its keys).
+  kMaskBitsDeadRow = 3,
 };
+// Both kinds of bits tile: bit 0 of the kind.
+__host__ __device__ constexpr bool mask_apply_bits(uint32_t apply) { return (apply & 1u) != 0u; }
 
 // Tile lists for the additive mask, built on the device per call (mask_tiles.cu) for the kernel's block shape:
 // for each (batch, query block), the key tiles to visit in ascending order, each entry
