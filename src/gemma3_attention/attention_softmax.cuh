@@ -101,7 +101,8 @@ __device__ __forceinline__ void apply_mask_bits(float (&s)[kNTiles][4], const ui
 
 // Raw Q.K dot products -> base-2 logits (divided by the softmax's factor where it applies the last scale: below):
 // scale, optional softcap, then the mask (additive mode, as the tile list says: MaskApply; a bits tile's live words
-// from `bits_ahead` when the caller loaded them early, load_mask_bits), then the edge masking (keys past the sequence end; causal: keys right of the diagonal).
+// from `bits_ahead` when the caller loaded them early, load_mask_bits), then the edge masking (keys past the
+// sequence end; causal: keys right of the diagonal).
 // Softcap: cap*tanh(dot*scale/cap) with tanh.approx (one special-function op; relative error ~2^-11, which the
 // precise-yardstick tests bound), scale/cap and cap*log2(e) folded on the host.
 template <bool kSoftcap, MaskMode kMask, int kNTiles>

@@ -1,8 +1,9 @@
 // Per-head RMSNorm with (offset + w) and RoPE (rotate_half convention), in place on the q and k heads of the
 // packed projection output (k's first head at NormRopeParams::k_head0). A warp works on (token, 8 heads): a
-// half-warp per head, lane l of it holding dims 8l..8l+7 (16 bytes), so the RoPE partner d +/- D/2 of a 128-wide head sits in lane l^8, and the token's cos/sin serve all the warp's
-// heads. The pass is a stream (read q|k once, write once); what set its speed was first the bytes in flight (each
-// lane now issues its four head loads before any arithmetic, 64 registers so 4 blocks of 256 threads fit an SM),
+// half-warp per head, lane l of it holding dims 8l..8l+7 (16 bytes), so the RoPE partner d +/- D/2 of a 128-wide
+// head sits in lane l^8, and the token's cos/sin serve all the warp's heads. The pass is a stream (read q|k once,
+// write once); what set its speed was first the bytes in flight (each lane now issues its four head loads before
+// any arithmetic, 64 registers so 4 blocks of 256 threads fit an SM),
 // then the instruction count (ncu at M = 8192: 63.5 us with 4 heads per warp and fp32 RoPE, 888 instructions per
 // lane; 35.7 us now, 576 instructions, 65% of DRAM peak; docs/perf-log.md v9). A cp.async double-buffered variant
 // with persistent warps measured slower (39.2 us).
