@@ -21,8 +21,9 @@ struct TileCoord {
   // head h + i / tail_rows.
   int tail_rows;
   int tail_inv;  // tail_reciprocal(tail_rows): no division on the kernels' paths (tail_packing.hpp)
-  // Additive mode, Hopper kernel: the tile list's first two entries, read by the producer when it decodes the tile
-  // (read_tile), so the consumers' first two key tiles do not wait on a load of the list.
+  // Additive mode, Hopper kernel: the tile list's first two entries, which the producer reads from the list into the
+  // tile's slot (write_tile) and the consumers take from there (read_tile), so that their first two key tiles do
+  // not wait on a load of the list.
   uint32_t entries[2];
 };
 
@@ -65,7 +66,7 @@ __device__ __forceinline__ TileCoord tile_coord(const AttentionParams& p, int ti
   t.m0 = m_block * kBlockM;
   t.n_blocks = (p.seq_len + kBlockN - 1) / kBlockN;
   t.list = nullptr;
-  t.entries[0] = t.entries[1] = 0u;  // read_tile fills them (Hopper kernel, additive mode)
+  t.entries[0] = t.entries[1] = 0u;  // from the slot (read_tile: Hopper kernel, additive mode)
   t.block = t.b * p.num_m_blocks + m_block;
   if constexpr (kMask == MaskMode::kCausal) t.n_blocks = min(t.n_blocks, (t.m0 + kBlockM + kBlockN - 1) / kBlockN);
   if constexpr (kMask == MaskMode::kAdditive) {

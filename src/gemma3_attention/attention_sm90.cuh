@@ -12,7 +12,8 @@
 //
 // Warpgroups 1 and 2 are consumers, 64 query rows each: S = Q K^T with wgmma (both operands from shared memory),
 // the online softmax in registers (the sm_80 kernel's code: the wgmma accumulator layout is the mma.sync one; in
-// additive mode this kernel alone leaves tiles with nothing to add unscaled, OnlineSoftmax::exponentiate_mixed),
+// additive mode this kernel alone leaves tiles without mask values unscaled, their dead scores -inf where the tile
+// list allows it, OnlineSoftmax::exponentiate_mixed),
 // then O += P V with wgmma taking P straight from registers and V from shared memory read transposed. Registers
 // move from the producer to the consumers with setmaxnreg. The consumer warpgroups alternate their tensor-core
 // phases (ping-pong), and each overlaps the softmax of one tile with the P*V of the previous.

@@ -82,6 +82,7 @@ __device__ __forceinline__ void load_mask_bits(uint64_t (&w)[2][2], const Attent
 template <int kNTiles>
 __device__ __forceinline__ void apply_mask_bits(float (&s)[kNTiles][4], const uint64_t (&w)[2][2], int lane,
                                                 float dead) {
+  static_assert(kNTiles % 8 == 0, "whole 64-column parts");
   const int q = lane & 3;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {

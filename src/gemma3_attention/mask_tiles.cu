@@ -6,7 +6,8 @@
 //      of the mask: 8 bytes per row and part instead of 128).
 //   2. lists: one warp per query block of the kernel's shape (64 or 128 rows, 64- or 128-key tiles): a key tile
 //      is kept unless all its parts are dead; a block with a row that is dead over the whole sequence keeps every
-//      tile (that row averages V over all keys, as the reference does).
+//      tile (that row averages V over all keys, as the reference does), and its bits tiles are marked
+//      kMaskBitsDeadRow (dead scores -FLT_MAX, not -inf: params.hpp).
 // The mask is read once (B * S^2 * 2 bytes: 134 MB per batch element at S = 8192).
 //
 // Launched programmatically (behind the split q|k|v kernel or the norm/RoPE pass, which let their dependents launch
@@ -75,10 +76,10 @@ struct ClassifyParams {
 //
 // The previous form was bound by its instructions, not by DRAM (1.0-1.5 TB/s at S >= 2053 in the published run,
 // ~47 instructions per row and thread in its SASS: docs/perf-log.md v17), so a value costs as few as possible:
-// liveness is one comparison with a bound (mask_live.hpp), "nonzero" an OR of the raw bits, and the loads are unconditional: a row past the mask's end
-// re-reads the last row, a column past it the last column. A duplicate of a value the part holds changes none of
-// its flags; the live bits and rows it would add are masked off (columns by the lane's own predicate, rows by the
-// warp's count).
+// liveness is one comparison with a bound (mask_live.hpp), "nonzero" an OR of the raw bits, and the loads are
+// unconditional: a row past the mask's end re-reads the last row, a column past it the last column. A duplicate of a
+// value the part holds changes none of its flags; the live bits and rows it would add are masked off (columns by the
+// lane's own predicate, rows by the warp's count).
 // Loads that the compiler keeps in the order written: with plain loads each row's arithmetic and ballots moved up
 // behind that row's load in the SASS, so a thread had two loads in flight instead of 32. (volatile binds NVVM;
 // ptxas kept them in place too, as the SASS shows, but nothing obliges it.)

@@ -72,8 +72,9 @@ __host__ __device__ constexpr bool mask_apply_bits(uint32_t apply) { return (app
 // for each (batch, query block), the key tiles to visit in ascending order, each entry
 // (key tile << 4) | apply(rows 0-63) | apply(rows 64-127) << 2. Key tiles whose values are all dead for every row
 // of the block are left out, unless some row of the block is dead everywhere: such a row averages V over all
-// keys, so its block keeps every tile. `bits` holds, per 64 x 64 part of the mask, one 64-bit word per row
-// (bit l: column 2l is live, bit 32 + l: column 2l + 1), [batch][part rows][part columns][64].
+// keys, so its block keeps every tile and its bits tiles are kMaskBitsDeadRow. `bits` holds, per 64 x 64 part of
+// the mask, one 64-bit word per row (bit l: column 2l is live, bit 32 + l: column 2l + 1),
+// [batch][part rows][part columns][64].
 struct MaskTileLists {
   uint32_t* entries;  // [batch][query blocks][key tiles]
   int* counts;        // [batch][query blocks]
