@@ -237,7 +237,8 @@ __global__ void __launch_bounds__(128) list_kernel(const ListParams p) {
 size_t mask_tile_scratch_bytes(int64_t batch, int64_t seq_len) { return carve(nullptr, batch, seq_len).bytes; }
 
 Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, bool programmatic, cudaStream_t stream) {
-  if (block_m % kPart != 0 || block_n % kPart != 0 || block_m > 2 * kPart || block_n > 2 * kPart) {
+  if (block_m <= 0 || block_n <= 0 || block_m % kPart != 0 || block_n % kPart != 0 || block_m > 2 * kPart ||
+      block_n > 2 * kPart) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: no mask tile lists for %d x %d tiles", kOp, block_m, block_n);
   }
   const int64_t parts = (int64_t(p->seq_len) + kPart - 1) / kPart;
