@@ -18,11 +18,11 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-gk_tensor tensor(const DeviceBuffer& b, gk_dtype dtype, std::initializer_list<int64_t> shape) {
-  return gk_tensor_contiguous(b.get(), dtype, static_cast<int32_t>(shape.size()), shape.begin());
-}
 gk_tensor tensor(void* p, gk_dtype dtype, std::initializer_list<int64_t> shape) {
   return gk_tensor_contiguous(p, dtype, static_cast<int32_t>(shape.size()), shape.begin());
+}
+gk_tensor tensor(const DeviceBuffer& b, gk_dtype dtype, std::initializer_list<int64_t> shape) {
+  return tensor(b.get(), dtype, shape);
 }
 
 template <typename T>
