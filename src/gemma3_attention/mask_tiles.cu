@@ -176,58 +176,101 @@ struct ListParams {
   MaskTileLists out;
   int batch, seq_len, parts;
   int m_blocks, n_blocks;  // query blocks and key tiles of the kernel's shape
-  int sub_m, sub_n;        // parts per query block (1 or 2) and per key tile (1 or 2)
 };
 
 // One warp per (batch, query block). Launched programmatically behind the classification, it waits for it (a no-op
-// otherwise) and lets the attention launch.
+// otherwise) and lets the attention launch. kSubM / kSubN: parts per query block and per key tile (1 or 2).
+//
+// Every load of a round is issued before any is used, and the first round's classes before the live-row words are
+// reduced (neither depends on the other): written as loops over runtime bounds, each load waited for its
+// predecessor's use, a chain of ~10-16 L2 round trips that put the kernel 2.4-5 us behind the classification in the
+// layer (docs/perf-log.md v18).
+template <int kSubM, int kSubN>
 __global__ void __launch_bounds__(128) list_kernel(const ListParams p) {
+  constexpr int kTilesPerLane = 2;  // key tiles per lane and round: 64 (S = 8192 in 128-key tiles) in one round
+  constexpr int kPartsPerLane = 4;  // live-row words per lane, part row and round: 128 parts (S = 8192) in one
+  constexpr uint8_t kAbsent = 0xff;  // a part past the mask's end
   device::grid_dependency_wait();
   device::launch_dependents();
   const int warp = static_cast<int>((int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32), lane = threadIdx.x % 32;
   if (warp >= p.batch * p.m_blocks) return;
   const int b = warp / p.m_blocks, mb = warp % p.m_blocks;
-  const int64_t b_parts = int64_t(b) * p.parts;
+  const int pm0 = mb * kSubM, part_rows = min(kSubM, p.parts - pm0);  // the last block may have one part row
+  const int64_t row0 = int64_t(b) * p.parts + pm0;                   // [b][pm0] in units of part rows
+
+  uint8_t cls[kTilesPerLane][kSubM][kSubN];
+  const auto load_classes = [&](int base) {
+#pragma unroll
+    for (int i = 0; i < kTilesPerLane; ++i) {
+      const int nb = base + i * 32 + lane;
+#pragma unroll
+      for (int h = 0; h < kSubM; ++h) {
+#pragma unroll
+        for (int c = 0; c < kSubN; ++c) {
+          const int pn = nb * kSubN + c;
+          cls[i][h][c] = nb < p.n_blocks && h < part_rows && pn < p.parts ? p.cls[(row0 + h) * p.parts + pn] : kAbsent;
+        }
+      }
+    }
+  };
+  load_classes(0);
 
   bool dead_row = false;
-  for (int h = 0; h < p.sub_m; ++h) {
-    const int pm = mb * p.sub_m + h;
-    if (pm >= p.parts) break;
-    unsigned long long live = 0;
-    for (int pn = lane; pn < p.parts; pn += 32) live |= p.live_rows[(b_parts + pm) * p.parts + pn];
-    live = __reduce_or_sync(0xffffffffu, static_cast<unsigned>(live)) |
-           static_cast<unsigned long long>(__reduce_or_sync(0xffffffffu, static_cast<unsigned>(live >> 32))) << 32;
-    const int rows = min(kPart, p.seq_len - pm * kPart);
+  unsigned long long live[kSubM] = {};
+  for (int base = 0; base < p.parts; base += 32 * kPartsPerLane) {
+    unsigned long long w[kPartsPerLane][kSubM];
+#pragma unroll
+    for (int i = 0; i < kPartsPerLane; ++i) {
+      const int pn = base + i * 32 + lane;
+#pragma unroll
+      for (int h = 0; h < kSubM; ++h) {
+        w[i][h] = pn < p.parts && h < part_rows ? p.live_rows[(row0 + h) * p.parts + pn] : 0;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kPartsPerLane; ++i) {
+#pragma unroll
+      for (int h = 0; h < kSubM; ++h) live[h] |= w[i][h];
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < kSubM; ++h) {
+    if (h >= part_rows) break;
+    const unsigned long long l =
+        __reduce_or_sync(0xffffffffu, static_cast<unsigned>(live[h])) |
+        static_cast<unsigned long long>(__reduce_or_sync(0xffffffffu, static_cast<unsigned>(live[h] >> 32))) << 32;
+    const int rows = min(kPart, p.seq_len - (pm0 + h) * kPart);
     const unsigned long long valid = rows == kPart ? ~0ull : (1ull << rows) - 1;
-    dead_row |= (live & valid) != valid;
+    dead_row |= (l & valid) != valid;
   }
 
   int count = 0;
   uint32_t* entries = p.out.entries + int64_t(warp) * p.out.stride;
-  for (int base = 0; base < p.n_blocks; base += 32) {
-    const int nb = base + lane;
-    bool keep = false;
-    uint32_t apply = 0;
-    if (nb < p.n_blocks) {
-      for (int h = 0; h < p.sub_m; ++h) {
-        const int pm = mb * p.sub_m + h;
-        if (pm >= p.parts) break;
+  for (int base = 0; base < p.n_blocks; base += 32 * kTilesPerLane) {
+    if (base > 0) load_classes(base);
+#pragma unroll
+    for (int i = 0; i < kTilesPerLane; ++i) {
+      const int nb = base + i * 32 + lane;
+      bool keep = false;
+      uint32_t apply = 0;
+#pragma unroll
+      for (int h = 0; h < kSubM; ++h) {
         uint32_t a = kMaskNone;
-        for (int c = 0; c < p.sub_n; ++c) {
-          const int pn = nb * p.sub_n + c;
-          if (pn >= p.parts) break;
-          const uint8_t cls = p.cls[(b_parts + pm) * p.parts + pn];
-          keep |= cls != kDead;
-          a = max(a, cls == kZero ? kMaskNone : cls == kValues ? kMaskValues : kMaskBits);
+#pragma unroll
+        for (int c = 0; c < kSubN; ++c) {
+          const uint8_t k = cls[i][h][c];
+          if (k == kAbsent) continue;
+          keep |= k != kDead;
+          a = max(a, k == kZero ? kMaskNone : k == kValues ? kMaskValues : kMaskBits);
         }
         if (dead_row && a == kMaskBits) a = kMaskBitsDeadRow;
         apply |= a << (2 * h);
       }
-      keep |= dead_row;
+      keep = nb < p.n_blocks && (keep || dead_row);
+      const unsigned ballot = __ballot_sync(0xffffffffu, keep);
+      if (keep) entries[count + __popc(ballot & ((1u << lane) - 1u))] = (uint32_t(nb) << 4) | apply;
+      count += __popc(ballot);
     }
-    const unsigned ballot = __ballot_sync(0xffffffffu, keep);
-    if (keep) entries[count + __popc(ballot & ((1u << lane) - 1u))] = (uint32_t(nb) << 4) | apply;
-    count += __popc(ballot);
   }
   if (lane == 0) p.out.counts[warp] = count;
 }
@@ -278,11 +321,13 @@ Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, bool progr
   lp.parts = static_cast<int>(parts);
   lp.m_blocks = m_blocks;
   lp.n_blocks = (p->seq_len + block_n - 1) / block_n;
-  lp.sub_m = block_m / kPart;
-  lp.sub_n = block_n / kPart;
   lp.out = {s.entries, s.counts, lp.n_blocks, s.bits, lp.parts};
   const int64_t warps = int64_t(p->batch) * lp.m_blocks;
-  GK_RETURN_IF_ERROR(detail::launch_z_clusters(kOp, "mask tile list launch", list_kernel,
+  // The parts per query block and per key tile (1 or 2 each) are the kernel's template parameters.
+  const int sub_m = block_m / kPart, sub_n = block_n / kPart;
+  const auto list = sub_m == 1 ? (sub_n == 1 ? list_kernel<1, 1> : list_kernel<1, 2>)
+                               : (sub_n == 1 ? list_kernel<2, 1> : list_kernel<2, 2>);
+  GK_RETURN_IF_ERROR(detail::launch_z_clusters(kOp, "mask tile list launch", list,
                                                 dim3(static_cast<unsigned>((warps + 3) / 4)), 128, 0,
                                                 /*cluster=*/false, programmatic, stream, lp));
   p->tiles = lp.out;
