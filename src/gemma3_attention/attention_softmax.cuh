@@ -186,7 +186,8 @@ struct OnlineSoftmax {
   // running output still has to be multiplied by (split out so the output can be rescaled after an in-flight
   // P*V that accumulates into it has finished).
   // `s` holds base-2 logits divided by `scale` (> 0), which the subtraction of the max applies in one FFMA; the
-  // running max is kept in the same units.
+  // running max is kept in the same units. The row max is written out rather than taken from quad_row_max: the same
+  // arithmetic, but the causal kernel built that way measured 2-4% slower at (4, 2053) (docs/perf-log.md v19).
   template <int kNTiles>
   __device__ __forceinline__ void exponentiate(float (&s)[kNTiles][4], float (&alpha)[2], float scale) {
     float mx[2] = {row_max[0], row_max[1]};
