@@ -95,15 +95,38 @@ __device__ __forceinline__ void reduce_store_rows(const QkvGemmParams& p, int wh
 // Called by the 256 consumer threads (warpgroups 0 and 1, `wg`) once their accumulators are final. `park`: shared
 // memory the kernel no longer needs (kParkBytes), used only with kClusterSplit. Every other thread of a split
 // kernel must meet the two cluster barriers inside (device::cluster_sync() twice).
+// `transposed` (v only: no norm): the accumulators hold the tile's transpose, rows = the head's 128 columns (64 per
+// warpgroup), columns = the 128 token rows (the tf32 kernel's v path, qkv_gemm_sm90.cuh).
 template <bool kClusterSplit>
 __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const QkvGemmParams& p, int which, int head,
-                                               int m0, int wg, uint32_t park) {
+                                               int m0, int wg, uint32_t park, bool transposed = false) {
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int n_out = p.heads * QkvTile::kCols;
   const float* norm_w = which == 0 ? p.q_norm : p.k_norm;
   float* out = which == 0 ? p.q : (which == 1 ? p.k : p.v);
   out += head * QkvTile::kCols;
   const int g = lane >> 2, t4 = lane & 3;
+  // Element e of group j sits at accumulator row wg * 64 + warp * 16 + g + 8 (e / 2), column 8 j + 2 t4 + e % 2.
+  const int acc_row0 = wg * 64 + warp * 16 + g;
+
+  if (transposed) {
+    // A warp's store of one element covers 8 consecutive columns (32 bytes) of 4 token rows: whole sectors.
+    if constexpr (kClusterSplit) device::named_barrier_sync(1, 256);  // both warpgroups done with the ring
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = acc_row0 + 8 * (e >> 1), tok = 8 * j + 2 * t4 + (e & 1);
+        if constexpr (kClusterSplit) {
+          // Parked row-major as the other segments park (token rows, padded), so the reduction is the same.
+          device::st_shared_b32(park + (tok * QkvTile::kPartialStride + col) * 4, __float_as_uint(acc[j][e]));
+        } else if (m0 + tok < p.m) {
+          out[int64_t(m0 + tok) * n_out + col] = acc[j][e];
+        }
+      }
+    }
+    if constexpr (!kClusterSplit) return;
+  }
 
   if constexpr (!kClusterSplit) {
     // Thread holds rows r and r+8 of its warp's 16, columns 8j + 2t4 (+1): a row's 128 columns are spread over
@@ -145,11 +168,11 @@ __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const 
     }
   } else {
     // Park the partial tile (row-major, padded rows) over the ring, which both consumer warpgroups are done with
-    // once they pass the named barrier.
-    device::named_barrier_sync(1, 256);
+    // once they pass the named barrier (a transposed tile is parked already).
+    if (!transposed) device::named_barrier_sync(1, 256);
     const uint32_t parked = park;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < 2 && !transposed; ++h) {
       const int r = wg * 64 + warp * 16 + g + 8 * h;
 #pragma unroll
       for (int j = 0; j < 16; ++j) {

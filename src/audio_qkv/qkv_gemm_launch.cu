@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <initializer_list>
+#include <type_traits>
 
 #include "audio_qkv/kernels.hpp"
 #include "audio_qkv/qkv_head_epilogue.cuh"
@@ -78,20 +79,40 @@ Status launch_fused(const QkvGemmParams& params, const float* hs_raw, std::initi
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: K split %d outside the fused kernel's support", kOp, split);
   }
   p.k_blocks = k_blocks / split;
+  // tf32: where q's and k's CTAs read truncated and the activations arrive rounded, v's CTAs can round their
+  // weights in registers (the K-blocks in pairs) and the kernel runs without rounding groups (qkv_gemm_sm90.cuh).
+  // That measured faster with a K split (M = 128-256: 0.7-1.2 us) and 0.1-0.25 us slower without one (M = 512-586,
+  // where v's CTAs are not the slowest; docs/perf-log.md v19), so it is the default with a split only.
+  // GK_AUDIO_SPLIT_V=smem|registers pins in place (the rounding groups) or in registers wherever it can run.
+  bool no_rounding = false;
+  if constexpr (std::is_same_v<Tr, QkvGemmTraits>) {
+    enum { kSmem = 0, kRegisters = 1 };  // the choices' indices
+    static const int forced = detail::env_choice("GK_AUDIO_SPLIT_V", {"smem", "registers"});
+    if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_SPLIT_V", "smem|registers");
+    const bool wanted = forced == detail::kEnvUnset ? split > 1 : forced == kRegisters;
+    no_rounding = wanted && p.a_prepared && p.qk_truncated && p.k_blocks % 2 == 0;
+  }
   const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
   Maps maps;
   // Split activations: the big parts' M rows, then the small parts' (rows past M of the last row tile then read
   // small parts rather than zeros; their rows are independent of the stored ones and never stored).
   GK_RETURN_IF_ERROR(encode_maps(p, hs_raw, uint64_t(p.m) * (p.a_prepared ? Tr::kAParts : 1), &maps));
-  const auto go = [&](auto kernel, bool cluster) {
+  const auto go = [&](auto kernel, bool cluster, int threads) {
     const auto launch = [&](const auto&... maps_in_order) {
-      return detail::launch_z_clusters(kOp, "fused QKV kernel launch", kernel, grid, Tr::kThreads, Tr::kSmemBytes,
+      return detail::launch_z_clusters(kOp, "fused QKV kernel launch", kernel, grid, threads, Tr::kSmemBytes,
                                        cluster, programmatic, stream, maps_in_order..., p);
     };
     if constexpr (Kernel<true>::kReadsRawActivations) return launch(maps.hs, maps.hs_raw, maps.wq, maps.wk, maps.wv);
     else return launch(maps.hs, maps.wq, maps.wk, maps.wv);
   };
-  return split > 1 ? go(Kernel<true>::get(), true) : go(Kernel<false>::get(), false);
+  if constexpr (std::is_same_v<Tr, QkvGemmTraits>) {
+    if (no_rounding) {
+      constexpr int kThreads = QkvGemmTraits::kThreadsNoRounding;
+      return split > 1 ? go(audio_qkv_gemm_kernel<true, false>, true, kThreads)
+                       : go(audio_qkv_gemm_kernel<false, false>, false, kThreads);
+    }
+  }
+  return split > 1 ? go(Kernel<true>::get(), true, Tr::kThreads) : go(Kernel<false>::get(), false, Tr::kThreads);
 }
 
 // Whether the kernel also takes the caller's activations (the tf32 one: q's and k's CTAs read them truncated).

@@ -33,6 +33,7 @@
 #include "audio_qkv/qkv_epilogue.cuh"
 #include "audio_qkv/qkv_ring.cuh"
 #include "common/device/sm80_primitives.cuh"
+#include "common/device/sm90_gemm_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
 
 namespace gk::audio {
@@ -42,6 +43,10 @@ struct QkvGemmTraits {
   static constexpr int kStages = 6;
   static constexpr int kRoundGroups = 2;  // warpgroups 2, 3: group g rounds stages g, g + 2, g + 4
   static constexpr int kThreads = 128 * (2 + kRoundGroups) + 32;  // + the TMA warp
+  // Without rounding groups (every CTA truncated or rounding in registers): 9 warps, so the consumers get the
+  // registers for their fragments (with 17 warps ptxas caps a thread at 96).
+  static constexpr int kThreadsNoRounding = 128 * 2 + 32;
+  static constexpr int threads(bool rounding) { return rounding ? kThreads : kThreadsNoRounding; }
   static constexpr uint32_t kTileBytes = kBM * kBK * 4;  // 16 KB (kBN == kBM)
   static constexpr int kAParts = 1;                       // activation rows a preparing pass writes per row
   static constexpr uint32_t kStageBytes = 2 * kTileBytes;
@@ -53,8 +58,10 @@ struct QkvGemmTraits {
 };
 
 // kClusterSplit: K is split over the CTAs of a cluster along z (cluster size = gridDim.z), reduced through DSMEM.
-template <bool kClusterSplit>
-__global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
+// kRounding = false: the form without rounding groups, for a launch where q's and k's CTAs read truncated and v's
+// round in registers (the host launches it only so; the CTA's roles then follow from `which` alone).
+template <bool kClusterSplit, bool kRounding = true>
+__global__ void __launch_bounds__(QkvGemmTraits::threads(kRounding), 1)
     audio_qkv_gemm_kernel(const __grid_constant__ CUtensorMap hs_map, const __grid_constant__ CUtensorMap hs_raw_map,
                           const __grid_constant__ CUtensorMap wq_map, const __grid_constant__ CUtensorMap wk_map,
                           const __grid_constant__ CUtensorMap wv_map, const QkvGemmParams p) {
@@ -69,14 +76,15 @@ __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
   const int m0 = blockIdx.y * Tr::kBM;
   const int kb0 = blockIdx.z * p.k_blocks;
   const int lane = threadIdx.x % 32;
-  const bool truncated = p.qk_truncated && which < 2;  // uniform per CTA
+  const bool truncated = (!kRounding || p.qk_truncated) && which < 2;  // uniform per CTA
+  const bool v_regs = !kRounding && which == 2;  // uniform per CTA: weights rounded in registers, a transposed tile
 
   if (threadIdx.x == 0) ring.init(128);
   __syncthreads();
 
   const int warpgroup = threadIdx.x / 128;
   if (warpgroup >= 2) {
-    if (warpgroup == 4) {
+    if (warpgroup == (kRounding ? 4 : 2)) {
       // ---------------- TMA warp ----------------
       if (lane == 0) {
         const CUtensorMap* w_map = which == 0 ? &wq_map : (which == 1 ? &wk_map : &wv_map);
@@ -89,10 +97,10 @@ __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
         }
         ring.load(truncated ? &hs_raw_map : &hs_map, w_map, kb0, p.k_blocks, m0, head * Tr::kBN);
       }
-    } else {
+    } else if constexpr (kRounding) {
       // ---------------- rounding groups ----------------
       const int group = warpgroup - 2, t = threadIdx.x % 128;
-      for (int i = group; i < (truncated ? 0 : p.k_blocks); i += Tr::kRoundGroups) {
+      for (int i = group; i < (truncated || v_regs ? 0 : p.k_blocks); i += Tr::kRoundGroups) {
         const int s = i % Tr::kStages;
         device::mbar_wait(ring.full(s), (i / Tr::kStages) & 1);
         // All of a stage's loads before any store (device::round_tf32_smem): the rounding groups pace the kernel
@@ -121,6 +129,45 @@ __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
 #pragma unroll
   for (int j = 0; j < 16; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
+  if (kRounding ? false : v_regs) {  // compiled out of the form with rounding groups (its 96 registers)
+    // out^T = W * A^T: this warpgroup's 64 weight rows (head dims) by all 128 token rows, so the weights pass
+    // through registers, rounded to nearest on the way, and no rounding group paces the CTA (the activations
+    // arrive rounded). The fragments by ldmatrix as the persistent kernel takes its A (head_gemm_sm90.cuh): lane l
+    // addresses row l % 16 of the warp's 16 and the 16-byte chunk 2 kk + l / 16 of the swizzled row. K-blocks in
+    // pairs, so that the fragment buffer an in-flight group reads is a compile-time index.
+    const int r = wg * 64 + (threadIdx.x / 32) % 4 * 16 + lane % 16;
+    const uint32_t row_off = r * 128, hi = lane / 16, r7 = r % 8;
+    constexpr int kKSteps = Tr::kBK / 8;
+    uint32_t frag[2][kKSteps][4];
+    for (int i = 0; i < p.k_blocks; i += 2) {
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        const int ii = i + q, s = ii % Tr::kStages;
+        device::mbar_wait(ring.full(s), (ii / Tr::kStages) & 1);
+#pragma unroll
+        for (int kk = 0; kk < kKSteps; ++kk) {
+          device::ldmatrix_x4(stage_b(s) + row_off + (((2 * kk + hi) ^ r7) << 4), frag[q][kk]);
+        }
+        device::round_tf32_for_mma(reinterpret_cast<uint32_t(&)[kKSteps * 4]>(frag[q]));
+        device::wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kKSteps; ++kk) {
+          device::wgmma_m64n128k8_tf32_rs(acc, frag[q][kk], device::smem_desc_sw128(stage_a(s) + kk * 32, 16, 1024));
+        }
+        device::wgmma_commit();
+        device::wgmma_wait<1>();
+        device::fence_accumulators(acc);
+#pragma unroll
+        for (int kk = 0; kk < kKSteps; ++kk) device::fence_fragment(frag[q ^ 1][kk]);  // retired now
+        if (ii > 0 && lane == 0) device::mbar_arrive(ring.empty((ii - 1) % Tr::kStages));
+      }
+    }
+    device::wgmma_wait<0>();
+    device::fence_accumulators(acc);
+    store_qkv_tile<kClusterSplit>(acc, p, which, head, m0, wg, ring.base, /*transposed=*/true);
+    return;
+  }
+
   for (int i = 0; i < p.k_blocks; ++i) {
     const int s = i % Tr::kStages;
     device::mbar_wait(truncated ? ring.full(s) : ring.ready(s), (i / Tr::kStages) & 1);
@@ -139,7 +186,7 @@ __global__ void __launch_bounds__(QkvGemmTraits::kThreads, 1)
   device::wgmma_wait<0>();
   device::fence_accumulators(acc);
 
-  store_qkv_tile<kClusterSplit>(acc, p, which, head, m0, wg, ring.base);
+  store_qkv_tile<kClusterSplit>(acc, p, which, head, m0, wg, ring.base, /*transposed=*/false);
 }
 
 }  // namespace gk::audio

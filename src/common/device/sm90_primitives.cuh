@@ -284,6 +284,15 @@ __device__ __forceinline__ void wgmma_m64n128k8_tf32_ss(float (&d)[16][4], uint6
       : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 
+// D[64x128] += A[64x8] * B[8x128], tf32 (callers round), A from registers in the mma.sync m16n8k8 tf32 A layout
+// (a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4) of each warp's 16 rows), B K-major in shared memory.
+__device__ __forceinline__ void wgmma_m64n128k8_tf32_rs(float (&d)[16][4], const uint32_t (&a)[4], uint64_t desc_b) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 " GK_WGMMA_D64
+               ", {%64, %65, %66, %67}, %68, 1, 1, 1;\n"
+               : GK_WGMMA_D64_OPERANDS(d)
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+}
+
 #undef GK_WGMMA_D64
 #undef GK_WGMMA_D64_OPERANDS
 
