@@ -95,6 +95,12 @@ for vr in pass fused fused-fallback; do
     "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Audio*tf32*:*AudioRounding*:*W054*:*AudioCrossCta*:*AudioNan*' \
     --gtest_brief=1
 done
+# v's weights rounded in registers (the kernel without rounding warps) at every split shape, and in shared memory
+# at every one (by default: in registers where K is split).
+for sv in registers smem; do
+  step "audio tests, tf32 path=split, v weights in $sv" env GK_AUDIO_TF32_PATH=split GK_AUDIO_SPLIT_V=$sv \
+    "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Audio*tf32*:*AudioRounding*:*W054*:*AudioNan*' --gtest_brief=1
+done
 # The split kernel rounding both operands in shared memory (by default the activations arrive pre-rounded).
 step "audio tests, tf32 path=split, activations rounded in smem" env GK_AUDIO_TF32_PATH=split GK_AUDIO_SPLIT_A=smem \
   "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Audio*tf32*:*AudioRounding*:*W054*:*AudioNan*' --gtest_brief=1

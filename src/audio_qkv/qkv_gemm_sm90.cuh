@@ -22,6 +22,11 @@
 // rounding in place then costs shared-memory traffic, and two rounding groups working on alternate stages keep
 // the pass off the critical path (three warps rounding every stage in turn were at ~115 TFLOP/s).
 //
+// A form without the rounding groups (kRounding = false, 9 warps) takes launches where q's and k's CTAs read
+// truncated and the activations arrive rounded: v's CTAs then compute the tile's transpose, their weight tile as the
+// wgmma's A operand loaded by ldmatrix and rounded in registers, the activation tile as B. With 17 warps ptxas
+// caps a thread at 96 registers, too few for the fragments beside the accumulators; with 9 it takes 122.
+//
 // Small M (few row tiles) splits K across a cluster of 2 or 4 CTAs along z: each computes a partial tile, parks it
 // in its own shared memory, and after a cluster barrier every CTA reduces a quarter (half) of the rows over the
 // cluster through distributed shared memory, normalizes and stores them.
