@@ -53,6 +53,13 @@ Status encode_maps(const QkvGemmParams& p, const float* hs_raw, uint64_t hs_rows
   return detail::encode_tiled_map(kOp, &maps->wv, kF32, 2, p.wv, w_dims, stride, box);
 }
 
+// GK_AUDIO_SPLIT_V=smem|registers: how the split kernel's v CTAs round their weights (launch_fused).
+enum { kSplitVSmem = 0, kSplitVRegisters = 1 };  // the choices' indices
+int split_v_choice() {
+  static const int forced = detail::env_choice("GK_AUDIO_SPLIT_V", {"smem", "registers"});
+  return forced;
+}
+
 // The tf32 kernel and the 3xTF32 one share the grid (one head of q, k or v per 128 rows), the tensor maps and the
 // K split; they differ in threads, shared memory and how long a K-block takes.
 // `hs_raw`: the caller's activations (params.hidden may point at a prepared copy).
@@ -84,12 +91,12 @@ Status launch_fused(const QkvGemmParams& params, const float* hs_raw, std::initi
   // That measured faster with a K split (M = 128-256: 0.7-1.2 us) and 0.1-0.25 us slower without one (M = 512-586,
   // where v's CTAs are not the slowest; docs/perf-log.md v19), so it is the default with a split only.
   // GK_AUDIO_SPLIT_V=smem|registers pins in place (the rounding groups) or in registers wherever it can run.
+  // The split choice above asked about the form with rounding groups; the form without them is held to one CTA
+  // per SM by the same shared memory, so the answer holds for both.
   bool no_rounding = false;
   if constexpr (std::is_same_v<Tr, QkvGemmTraits>) {
-    enum { kSmem = 0, kRegisters = 1 };  // the choices' indices
-    static const int forced = detail::env_choice("GK_AUDIO_SPLIT_V", {"smem", "registers"});
-    if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_SPLIT_V", "smem|registers");
-    const bool wanted = forced == detail::kEnvUnset ? split > 1 : forced == kRegisters;
+    const int forced = split_v_choice();  // validated by launch_qkv_gemm_tf32 before anything was enqueued
+    const bool wanted = forced == detail::kEnvUnset ? split > 1 : forced == kSplitVRegisters;
     no_rounding = wanted && p.a_prepared && p.qk_truncated && p.k_blocks % 2 == 0;
   }
   const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
@@ -282,6 +289,7 @@ Status launch_qkv_gemm_tf32(const QkvGemmParams& params, float* scratch, int64_t
   enum { kSmem = 0, kPrerounded = 1 };  // the choices' indices
   static const int forced = detail::env_choice("GK_AUDIO_SPLIT_A", {"smem", "prerounded"});
   if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_SPLIT_A", "smem|prerounded");
+  if (split_v_choice() == detail::kEnvInvalid) return detail::env_error(kOp, "GK_AUDIO_SPLIT_V", "smem|registers");
   const auto round = [&](const float* a, float* dst, int64_t n) { return launch_round_tf32(&a, 1, dst, n, stream); };
   QkvGemmParams p = params;
   p.qk_truncated = 1;  // the pass's rounded activations then serve v's CTAs only

@@ -3,11 +3,12 @@
 // the epilogue, outputs [M, H*128] each.
 //
 // A CTA computes a 128-row x 128-column tile: exactly one head of one of q, k, v, so a row's norm is local to the
-// CTA. Roles, by warp: warpgroups 0 and 1 consume 64 rows each with wgmma.m64n128k8.tf32 from a 6-stage
-// shared-memory ring, keeping one K-block's group in flight and releasing stages through empty barriers; warp 16
-// issues TMA loads of each K-block (32 fp32 columns of 128 rows of hs and of the head's weight rows, 128-byte
-// swizzle) as soon as its stage is free; warpgroups 2 and 3 round alternate landed stages to nearest tf32 in place
-// and publish them on the stage's ready barrier (after a proxy fence: wgmma reads through the async proxy). When
+// CTA. Roles, by warp (the form with rounding groups; the one without is below): warpgroups 0 and 1 consume 64
+// rows each with wgmma.m64n128k8.tf32 from a 6-stage shared-memory ring, keeping one K-block's group in flight and
+// releasing stages through empty barriers; warp 16 (warp 8 without rounding groups) issues TMA loads of each
+// K-block (32 fp32 columns of 128 rows of hs and of the head's weight rows, 128-byte swizzle) as soon as its stage
+// is free; warpgroups 2 and 3 round alternate landed stages to nearest tf32 in place and publish them on the
+// stage's ready barrier (after a proxy fence: wgmma reads through the async proxy). When
 // the activations arrive rounded (p.a_prepared: a pass before this kernel, which then launches as its programmatic
 // dependent), the rounding groups round only the weight tile.
 //
@@ -139,7 +140,8 @@ __global__ void __launch_bounds__(QkvGemmTraits::threads(kRounding), 1)
     // through registers, rounded to nearest on the way, and no rounding group paces the CTA (the activations
     // arrive rounded). The fragments by ldmatrix as the persistent kernel takes its A (head_gemm_sm90.cuh): lane l
     // addresses row l % 16 of the warp's 16 and the 16-byte chunk 2 kk + l / 16 of the swizzled row. K-blocks in
-    // pairs, so that the fragment buffer an in-flight group reads is a compile-time index.
+    // pairs, so that the fragment buffer an in-flight group reads is a compile-time index: p.k_blocks must be even
+    // (the launcher takes this form only then; with an odd count the last pair would wait on a stage never loaded).
     const int r = wg * 64 + (threadIdx.x / 32) % 4 * 16 + lane % 16;
     const uint32_t row_off = r * 128, hi = lane / 16, r7 = r % 8;
     constexpr int kKSteps = Tr::kBK / 8;
