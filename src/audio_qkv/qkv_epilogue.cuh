@@ -95,8 +95,8 @@ __device__ __forceinline__ void reduce_store_rows(const QkvGemmParams& p, int wh
 // Called by the 256 consumer threads (warpgroups 0 and 1, `wg`) once their accumulators are final. `park`: shared
 // memory the kernel no longer needs (kParkBytes), used only with kClusterSplit. Every other thread of a split
 // kernel must meet the two cluster barriers inside (device::cluster_sync() twice).
-// `transposed` (v only: this path applies no norm): the accumulators hold the tile's transpose, rows = the head's 128 columns (64 per
-// warpgroup), columns = the 128 token rows (the tf32 kernel's v path, qkv_gemm_sm90.cuh).
+// `transposed` (v only: this path applies no norm): the accumulators hold the tile's transpose, rows = the head's
+// 128 columns (64 per warpgroup), columns = the 128 token rows (the tf32 kernel's v path, qkv_gemm_sm90.cuh).
 template <bool kClusterSplit>
 __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const QkvGemmParams& p, int which, int head,
                                                int m0, int wg, uint32_t park, bool transposed = false) {
@@ -108,30 +108,26 @@ __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const 
   const int g = lane >> 2, t4 = lane & 3;
   // Element e of group j sits at accumulator row wg * 64 + warp * 16 + g + 8 (e / 2), column 8 j + 2 t4 + e % 2.
   const int acc_row0 = wg * 64 + warp * 16 + g;
-
-  if (transposed) {
-    // A warp's store of one element covers 8 consecutive columns (32 bytes) of 4 token rows: whole sectors.
-    if constexpr (kClusterSplit) device::named_barrier_sync(1, 256);  // both warpgroups done with the ring
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int col = acc_row0 + 8 * (e >> 1), tok = 8 * j + 2 * t4 + (e & 1);
-        if constexpr (kClusterSplit) {
-          // Parked row-major as the other segments park (token rows, padded), so the reduction is the same.
-          device::st_shared_b32(park + (tok * QkvTile::kPartialStride + col) * 4, __float_as_uint(acc[j][e]));
-        } else if (m0 + tok < p.m) {
-          out[int64_t(m0 + tok) * n_out + col] = acc[j][e];
-        }
-      }
-    }
-    if constexpr (!kClusterSplit) return;
-  }
+  // The transposed tile's element (j, e): token row 8 j + 2 t4 + e % 2 of the tile, column acc_row0 + 8 (e / 2).
+  const auto transposed_tok = [&](int j, int e) { return 8 * j + 2 * t4 + (e & 1); };
+  const auto transposed_col = [&](int e) { return acc_row0 + 8 * (e >> 1); };
 
   if constexpr (!kClusterSplit) {
+    if (transposed) {
+      // A warp's store of one element covers 8 consecutive columns (32 bytes) of 4 token rows: whole sectors.
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int tok = m0 + transposed_tok(j, e);
+          if (tok < p.m) out[int64_t(tok) * n_out + transposed_col(e)] = acc[j][e];
+        }
+      }
+      return;
+    }
     // Thread holds rows r and r+8 of its warp's 16, columns 8j + 2t4 (+1): a row's 128 columns are spread over
     // the 4 threads of a quad.
-    const int row_a = m0 + wg * 64 + warp * 16 + g;
+    const int row_a = m0 + acc_row0;
     float inv[2] = {1.f, 1.f};
     if (which < 2) {
       float ss[2] = {0.f, 0.f};
@@ -168,16 +164,27 @@ __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const 
     }
   } else {
     // Park the partial tile (row-major, padded rows) over the ring, which both consumer warpgroups are done with
-    // once they pass the named barrier (a transposed tile is parked already).
-    if (!transposed) device::named_barrier_sync(1, 256);
+    // once they pass the named barrier; a transposed tile is parked in the same layout, so the reduction is one.
+    device::named_barrier_sync(1, 256);
     const uint32_t parked = park;
-#pragma unroll
-    for (int h = 0; h < 2 && !transposed; ++h) {
-      const int r = wg * 64 + warp * 16 + g + 8 * h;
+    if (transposed) {
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
-        device::st_shared_v2_f32(parked + (r * QkvTile::kPartialStride + 8 * j + 2 * t4) * 4, acc[j][2 * h],
-                                 acc[j][2 * h + 1]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int at = transposed_tok(j, e) * QkvTile::kPartialStride + transposed_col(e);
+          device::st_shared_b32(parked + at * 4, __float_as_uint(acc[j][e]));
+        }
+      }
+    } else {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = acc_row0 + 8 * h;
+#pragma unroll
+        for (int j = 0; j < 16; ++j) {
+          device::st_shared_v2_f32(parked + (r * QkvTile::kPartialStride + 8 * j + 2 * t4) * 4, acc[j][2 * h],
+                                   acc[j][2 * h + 1]);
+        }
       }
     }
     device::cluster_sync();

@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(QkvGemmTraits::threads(kRounding), 1)
     } else if constexpr (kRounding) {
       // ---------------- rounding groups ----------------
       const int group = warpgroup - 2, t = threadIdx.x % 128;
-      for (int i = group; i < (truncated || v_regs ? 0 : p.k_blocks); i += Tr::kRoundGroups) {
+      for (int i = group; i < (truncated ? 0 : p.k_blocks); i += Tr::kRoundGroups) {
         const int s = i % Tr::kStages;
         device::mbar_wait(ring.full(s), (i / Tr::kStages) & 1);
         // All of a stage's loads before any store (device::round_tf32_smem): the rounding groups pace the kernel
@@ -135,7 +135,7 @@ __global__ void __launch_bounds__(QkvGemmTraits::threads(kRounding), 1)
 #pragma unroll
   for (int j = 0; j < 16; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
-  if (kRounding ? false : v_regs) {  // compiled out of the form with rounding groups (its 96 registers)
+  if (v_regs) {  // false at compile time in the form with rounding groups (its 96 registers)
     // out^T = W * A^T: this warpgroup's 64 weight rows (head dims) by all 128 token rows, so the weights pass
     // through registers, rounded to nearest on the way, and no rounding group paces the CTA (the activations
     // arrive rounded). The fragments by ldmatrix as the persistent kernel takes its A (head_gemm_sm90.cuh): lane l
