@@ -13,17 +13,16 @@
 #include <cstdio>
 #include <vector>
 
+#include "median.hpp"
+
 namespace {
+
+using gk_micro::median;
 
 struct Shape {
   const char* name;
   int64_t m, n, k, ldc, batch, batch_stride_c;
 };
-
-float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 #define CHECK_LT(x)                                                              \
   do {                                                                           \
