@@ -11,7 +11,8 @@
 // output store of the previous.
 //
 // Warpgroups 1 and 2 are consumers, 64 query rows each: S = Q K^T with wgmma (both operands from shared memory),
-// the online softmax in registers (the sm_80 kernel's code: the wgmma accumulator layout is the mma.sync one; in
+// the softmax in registers (the sm_80 kernel's code: the wgmma accumulator layout is the mma.sync one; with a
+// softcap and no mask tensor against a fixed reference instead of the running maximum, fixed_softmax.hpp; in
 // additive mode this kernel alone leaves tiles without mask values unscaled, their dead scores -inf where the tile
 // list allows it, OnlineSoftmax::exponentiate_mixed),
 // then O += P V with wgmma taking P straight from registers and V from shared memory read transposed. Registers
@@ -26,6 +27,7 @@
 #include "common/device/sm90_primitives.cuh"
 #include "gemma3_attention/attention_scheduler.cuh"
 #include "gemma3_attention/attention_softmax.cuh"
+#include "gemma3_attention/fixed_softmax.hpp"
 #include "gemma3_attention/params.hpp"
 
 namespace gk::gemma3 {
@@ -121,12 +123,16 @@ __device__ __forceinline__ void store_output_staged(const float (&acc_o)[kDTiles
   }
 }
 
-template <bool kSoftcap, MaskMode kMask>
+// kFixedRef (softcap, no additive mask): probabilities against the constant p.fixed_bias instead of the running row
+// maximum (fixed_softmax.hpp), so a key tile's softmax is one pass of tanh and ex2 per score with nothing to reduce
+// across the quad and no output rescale.
+template <bool kSoftcap, MaskMode kMask, bool kFixedRef>
 __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     attention_sm90_kernel(const __grid_constant__ CUtensorMap qkv_map, const __grid_constant__ CUtensorMap tail_map,
                           const __grid_constant__ CUtensorMap out_map, const AttentionParams p,
                           const Sm90Columns cols) {
   using Tr = Sm90Traits;
+  static_assert(!kFixedRef || (kSoftcap && kMask != MaskMode::kAdditive), "logits bounded by the softcap alone");
   constexpr int kNTiles = Tr::kBlockN / 8;   // 16 n8 tiles of scores
   constexpr int kDTiles = Tr::kHeadDim / 8;  // 16 n8 tiles of output
   extern __shared__ unsigned char smem_raw[];
@@ -292,6 +298,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
   const float scale = logit_scale<kSoftcap, kMask>(p);
   // The factor an additive mask's unscaled tiles leave to the softmax (what the other modes' `scale` is).
   const float logit_factor = kSoftcap ? p.softcap_out : p.scale_log2;
+  const float fixed_ref[2] = {p.fixed_bias, p.fixed_bias};
   if (half_block == 1) device::named_barrier_arrive(other_turn, kSchedThreads);  // the first half goes first
 
   int g0 = 0;  // K/V tiles consumed before this work tile
@@ -314,6 +321,15 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     uint64_t bits_ahead[2][2];
     uint32_t entry_ahead = tc.entries[1];
     OnlineSoftmax softmax;
+    // The softmax of scores_to_logits' output: against the running maximum (alpha: the output's correction), or
+    // against the fixed reference (alpha unused).
+    const auto exponentiate = [&](auto& s, float (&alpha)[2]) {
+      if constexpr (kFixedRef) {
+        softmax.probabilities(s, scale, fixed_ref);
+      } else {
+        softmax.exponentiate(s, alpha, scale);
+      }
+    };
     const auto key = [&](int nb) {
       if constexpr (kMask == MaskMode::kAdditive) {
         uint32_t e = tc.entries[0];
@@ -341,7 +357,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
         softmax.exponentiate_mixed(acc_s, alpha, unscaled ? logit_factor : 1.f);
       } else {
         scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane, edge, kt.mask);
-        softmax.exponentiate(acc_s, alpha, scale);
+        exponentiate(acc_s, alpha);
       }
     };
     // Q is free for the next work tile once this tile's last Q K^T has completed.
@@ -372,7 +388,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
       auto& acc_s_half = reinterpret_cast<float(&)[kNTiles / 2][4]>(acc_s);  // the first 8 n8 tiles
       scores_to_logits<kSoftcap, kMask, kNTiles / 2>(acc_s_half, p, tc.b, mask_rows, rows, first.n0, lane, true,
                                                      first.mask);
-      softmax.exponentiate(acc_s_half, alpha, scale);
+      exponentiate(acc_s_half, alpha);
 #pragma unroll
       for (int nt = kNTiles / 2; nt < kNTiles; ++nt) acc_s[nt][0] = acc_s[nt][1] = acc_s[nt][2] = acc_s[nt][3] = 0.f;
     } else {
@@ -393,7 +409,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
       device::wgmma_wait<0>();
       device::fence_accumulators(acc_o);
       release(v_empty(stage(g0 + nb - 1)));
-      OnlineSoftmax::rescale(acc_o, alpha);
+      if constexpr (!kFixedRef) OnlineSoftmax::rescale(acc_o, alpha);
       pack_p(acc_s, p_frag);
     }
 

@@ -113,6 +113,8 @@ struct AttentionParams {
   float scale_log2;   // no softcap: logit2 = dot * scale * log2(e)
   float softcap_in;   // softcap: logit2 = softcap_out * tanh(dot * softcap_in), softcap_in = scale / cap
   float softcap_out;  // cap * log2(e)
+  // The Hopper kernel's softmax without a running maximum (fixed_softmax.hpp): p = exp2(logit2 + fixed_bias).
+  float fixed_bias;
   MaskMode mask_mode;
   bool softcap;
   bool mask_pairs;  // additive: even S, row stride and 4-byte base, so a thread's column pair loads as one word

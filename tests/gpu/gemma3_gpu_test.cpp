@@ -161,6 +161,10 @@ std::vector<Variant> variants() {
       {"negative_scores_far", with(base, heads8), negative_far},
       {"negative_scores_far_s1500", with(suite_shape(1, 1500), heads8), negative_far},
       {"negative_scores_no_mask", with(with(base, heads8), [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_NONE; }), negative_far},
+      // The fixed softmax reference at the edge of its range (cap 56.5: every probability of such a row near
+      // 2^-100, fixed_softmax.hpp), and just past it (cap 57: the running maximum).
+      {"negative_scores_far_cap56_5", with(with(base, heads8), [](gk_gemma3_attention_config& c) { c.softcap = 56.5f; }), negative_far},
+      {"negative_scores_far_cap57", with(with(base, heads8), [](gk_gemma3_attention_config& c) { c.softcap = 57.f; }), negative_far},
       {"softcap_saturated", base, saturate, /*official_applies=*/false},
       {"padding_mask_fully_masked_rows", with(base, additive), padded},
       {"causal_mask_tensor", with(base, additive), {}},
@@ -233,12 +237,13 @@ TEST_F(GpuTest, Gemma3CausalModeEqualsCausalMaskTensor) {
   // is applied (causal mode folds it into the softmax's FFMA; additive mode must apply it before adding the mask,
   // on the tiles with mask values or an edge, or on every tile in the sm_80 kernel)
   // and the order of the key tiles (causal mode takes the diagonal one first), which moves the running maxima the
-  // bf16 probabilities are rounded against (measured 1.5e-3 relative L2; below 1e-3 in the same order). Never a
+  // bf16 probabilities are rounded against (measured 1.5e-3 relative L2; below 1e-3 in the same order), and causal
+  // mode's fixed softmax reference (fixed_softmax.hpp; additive mode keeps the running maximum): 3.6e-3. Never a
   // different set of keys: one key more or less per row moves the early rows by O(1), ~5e-2 overall.
   const Judgement j = gk_testkit::judge_host(oa.data(), ob.data(), int64_t(oa.size()), 1e-2, 1e-2);
   EXPECT_EQ(j.non_finite, 0);
   EXPECT_TRUE(j.passed(0.9999)) << j.summary(0.9999);
-  EXPECT_LT(j.rel_l2(), 3e-3) << j.summary(0.9999);
+  EXPECT_LT(j.rel_l2(), 5e-3) << j.summary(0.9999);
 }
 
 // ---- small shapes: GPU reference vs CPU reference, fast path vs CPU reference (also run under the sanitizer) ----
