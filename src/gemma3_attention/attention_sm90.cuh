@@ -371,11 +371,12 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
 
     const KeyTile first = key(0);
     // Causal mode starts with the diagonal tile. Its keys past the 64th lie right of the diagonal for every row of
-    // the block's first half (and of a packed tail: tail_rows <= 64), so the first consumer warpgroup's softmax
-    // takes the tile's first 64 keys only (half its special-function work there) and gives the rest probability 0.
+    // the block's first half, and for every row of a packed tail (tail_rows <= 64, all of its heads' rows at
+    // positions m0 .. m0 + tail_rows - 1), so the first consumer warpgroup's softmax, and both of a packed tail's,
+    // take the tile's first 64 keys only (half their special-function work there) and give the rest probability 0.
     // The wgmma stay full width: a 64-key Q K^T for one warpgroup made ptxas serialize every wgmma of the kernel
     // (C7515), as did skipping half of its P*V (C7511).
-    const bool half_keys = kMask == MaskMode::kCausal && half_block == 0;
+    const bool half_keys = kMask == MaskMode::kCausal && (half_block == 0 || tc.tail_rows > 0);
     device::named_barrier_sync(my_turn, kSchedThreads);
     issue_qk(g0);
     device::named_barrier_arrive(other_turn, kSchedThreads);
