@@ -356,6 +356,12 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
                                                    &bits_ahead, unscaled);
         softmax.exponentiate_mixed(acc_s, alpha, unscaled ? logit_factor : 1.f);
       } else {
+        if constexpr (kFixedRef) {
+          if (!edge) {
+            softmax.softcap_probabilities(acc_s, p.softcap_in, scale, p.fixed_bias);
+            return;
+          }
+        }
         scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane, edge, kt.mask);
         exponentiate(acc_s, alpha);
       }

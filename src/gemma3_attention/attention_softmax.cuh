@@ -261,6 +261,23 @@ struct OnlineSoftmax {
     }
   }
 
+  // The fixed-reference softmax of a tile without masked scores, straight from the raw dot products: per score
+  // tanh(dot * softcap_in), then exp2(t * scale + bias), summed. One pass, so that each score's ex2 may follow its
+  // tanh instead of waiting behind all of the tile's tanh as scores_to_logits then probabilities would (the edge
+  // masking between them is what needs the two passes).
+  template <int kNTiles>
+  __device__ __forceinline__ void softcap_probabilities(float (&s)[kNTiles][4], float softcap_in, float scale,
+                                                        float bias) {
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[nt][e] = device::ex2_approx(fmaf(device::tanh_approx(s[nt][e] * softcap_in), scale, bias));
+        row_sum[e >> 1] += s[nt][e];
+      }
+    }
+  }
+
   template <int kDTiles>
   __device__ __forceinline__ static void rescale(float (&acc_o)[kDTiles][4], const float (&alpha)[2]) {
 #pragma unroll
