@@ -298,7 +298,6 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
   const float scale = logit_scale<kSoftcap, kMask>(p);
   // The factor an additive mask's unscaled tiles leave to the softmax (what the other modes' `scale` is).
   const float logit_factor = kSoftcap ? p.softcap_out : p.scale_log2;
-  const float fixed_ref[2] = {p.fixed_bias, p.fixed_bias};
   if (half_block == 1) device::named_barrier_arrive(other_turn, kSchedThreads);  // the first half goes first
 
   int g0 = 0;  // K/V tiles consumed before this work tile
@@ -321,13 +320,14 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     uint64_t bits_ahead[2][2];
     uint32_t entry_ahead = tc.entries[1];
     OnlineSoftmax softmax;
-    // The softmax of scores_to_logits' output: against the running maximum (alpha: the output's correction), or
-    // against the fixed reference (alpha unused).
-    const auto exponentiate = [&](auto& s, float (&alpha)[2]) {
-      if constexpr (kFixedRef) {
-        softmax.probabilities(s, scale, fixed_ref);
+    // The fixed reference's softmax in one pass from the raw dot products (OnlineSoftmax::softcap_probabilities).
+    const auto fixed_probabilities = [&](auto& s, int n0, bool edge) {
+      constexpr bool kCausal = kMask == MaskMode::kCausal;
+      const int col0 = n0 + 2 * (lane & 3);
+      if (edge) {
+        softmax.softcap_probabilities<true, kCausal>(s, p.softcap_in, scale, p.fixed_bias, rows, col0, seq_len);
       } else {
-        softmax.exponentiate(s, alpha, scale);
+        softmax.softcap_probabilities<false, kCausal>(s, p.softcap_in, scale, p.fixed_bias, rows, col0, seq_len);
       }
     };
     const auto key = [&](int nb) {
@@ -357,13 +357,11 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
         softmax.exponentiate_mixed(acc_s, alpha, unscaled ? logit_factor : 1.f);
       } else {
         if constexpr (kFixedRef) {
-          if (!edge) {
-            softmax.softcap_probabilities(acc_s, p.softcap_in, scale, p.fixed_bias);
-            return;
-          }
+          fixed_probabilities(acc_s, n0, edge);
+          return;
         }
         scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane, edge, kt.mask);
-        exponentiate(acc_s, alpha);
+        softmax.exponentiate(acc_s, alpha, scale);
       }
     };
     // Q is free for the next work tile once this tile's last Q K^T has completed.
@@ -393,9 +391,13 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     // The output is still zero: nothing to rescale.
     if (half_keys) {
       auto& acc_s_half = reinterpret_cast<float(&)[kNTiles / 2][4]>(acc_s);  // the first 8 n8 tiles
-      scores_to_logits<kSoftcap, kMask, kNTiles / 2>(acc_s_half, p, tc.b, mask_rows, rows, first.n0, lane, true,
-                                                     first.mask);
-      exponentiate(acc_s_half, alpha);
+      if constexpr (kFixedRef) {
+        fixed_probabilities(acc_s_half, first.n0, true);
+      } else {
+        scores_to_logits<kSoftcap, kMask, kNTiles / 2>(acc_s_half, p, tc.b, mask_rows, rows, first.n0, lane, true,
+                                                       first.mask);
+        softmax.exponentiate(acc_s_half, alpha, scale);
+      }
 #pragma unroll
       for (int nt = kNTiles / 2; nt < kNTiles; ++nt) acc_s[nt][0] = acc_s[nt][1] = acc_s[nt][2] = acc_s[nt][3] = 0.f;
     } else {

@@ -261,18 +261,26 @@ struct OnlineSoftmax {
     }
   }
 
-  // The fixed-reference softmax of a tile without masked scores, straight from the raw dot products: per score
-  // tanh(dot * softcap_in), then exp2(t * scale + bias), summed. One pass, so that each score's ex2 may follow its
-  // tanh instead of waiting behind all of the tile's tanh as scores_to_logits then probabilities would (the edge
-  // masking between them is what needs the two passes).
-  template <int kNTiles>
+  // The fixed-reference softmax straight from the raw dot products: per score tanh(dot * softcap_in), then
+  // exp2(t * scale + bias), summed. One pass, so that each score's ex2 follows its tanh instead of waiting behind
+  // all of the tile's tanh as scores_to_logits then probabilities would (measured 3-9% faster at S >= 613,
+  // docs/perf-log.md v20). kEdge: keys at or past seq_len, and with kCausal right of the row, get probability 0
+  // (the thread's two rows, column pairs col0 + 8 nt + {0, 1}, as in scores_to_logits).
+  template <bool kEdge, bool kCausal, int kNTiles>
   __device__ __forceinline__ void softcap_probabilities(float (&s)[kNTiles][4], float softcap_in, float scale,
-                                                        float bias) {
+                                                        float bias, const int (&rows)[2], int col0, int seq_len) {
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        s[nt][e] = device::ex2_approx(fmaf(device::tanh_approx(s[nt][e] * softcap_in), scale, bias));
+        float x = fmaf(device::tanh_approx(s[nt][e] * softcap_in), scale, bias);
+        if constexpr (kEdge) {
+          const int col = col0 + nt * 8 + (e & 1);
+          bool masked = col >= seq_len;
+          if constexpr (kCausal) masked |= col > rows[e >> 1];
+          if (masked) x = -INFINITY;
+        }
+        s[nt][e] = device::ex2_approx(x);
         row_sum[e >> 1] += s[nt][e];
       }
     }
