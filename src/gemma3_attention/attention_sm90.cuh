@@ -326,13 +326,11 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     // The fixed reference's softmax in one pass from the raw dot products (OnlineSoftmax::softcap_probabilities).
     const auto fixed_probabilities = [&](auto& s, int n0, bool edge) {
       constexpr bool kCausal = kMask == MaskMode::kCausal;
-      // logit_factor (cap * log2 e), not `scale`: additive mode's `scale` is 1 (logit_scale).
-      const float c = logit_factor, in = p.softcap_in, bias = p.fixed_bias;
       const int col0 = n0 + 2 * (lane & 3);
       if (edge) {
-        softmax.softcap_probabilities<true, kCausal>(s, in, c, bias, rows, col0, seq_len);
+        softmax.softcap_probabilities<true, kCausal>(s, p.softcap_in, scale, p.fixed_bias, rows, col0, seq_len);
       } else {
-        softmax.softcap_probabilities<false, kCausal>(s, in, c, bias, rows, col0, seq_len);
+        softmax.softcap_probabilities<false, kCausal>(s, p.softcap_in, scale, p.fixed_bias, rows, col0, seq_len);
       }
     };
     const auto key = [&](int nb) {
