@@ -1,6 +1,6 @@
 // Variant selection and launch of the attention kernels. The supported matrix is instantiated explicitly here:
 // head_dim 128 x {softcap on, off} x {causal, additive, none}, for the sm_80-class kernel and the Hopper kernel, and
-// the Hopper kernel's fixed-reference softmax for softcap x {causal, additive, none}.
+// the Hopper kernel's fixed-reference softmax for softcap x {causal, none}.
 // Additive mode first builds the tile lists for the chosen kernel's block shape (mask_tiles.cu).
 #include <cuda.h>
 
@@ -61,9 +61,8 @@ int forced_store() {
   return c;
 }
 
-// GK_ATTENTION_SOFTMAX=online|fixed pins the Hopper kernel's softmax where the fixed reference applies (softcap;
-// in additive mode the blocks the tile lists find bounded; fixed_softmax.hpp): the running row maximum, or the
-// fixed reference (the default there).
+// GK_ATTENTION_SOFTMAX=online|fixed pins the Hopper kernel's softmax where the fixed reference applies (softcap,
+// no additive mask; fixed_softmax.hpp): the running row maximum, or the fixed reference (the default there).
 int forced_softmax() {
   static const int c = detail::env_choice("GK_ATTENTION_SOFTMAX", {"online", "fixed"});
   return c;
@@ -164,7 +163,7 @@ Status launch_wgmma(AttentionParams p, Sm90Columns cols, bool programmatic, cuda
   const int softmax = forced_softmax();
   if (softmax == detail::kEnvInvalid) return detail::env_error(kOp, "GK_ATTENTION_SOFTMAX", "online|fixed");
   auto kernel = attention_sm90_kernel<kSoftcap, kMask, false>;
-  if constexpr (kSoftcap) {
+  if constexpr (kSoftcap && kMask != MaskMode::kAdditive) {
     // 1-7% faster attention than the running maximum on every 047 workload (paired runs, docs/perf-log.md v20).
     if (softmax != 0 && fixed_softmax_bias(p.softcap_out, &p.fixed_bias)) {
       kernel = attention_sm90_kernel<kSoftcap, kMask, true>;
