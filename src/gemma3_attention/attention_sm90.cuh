@@ -27,7 +27,6 @@
 #include "common/device/sm90_primitives.cuh"
 #include "gemma3_attention/attention_scheduler.cuh"
 #include "gemma3_attention/attention_softmax.cuh"
-#include "gemma3_attention/fixed_softmax.hpp"
 #include "gemma3_attention/params.hpp"
 
 namespace gk::gemma3 {
@@ -344,8 +343,9 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
         return key_tile<kMask, Tr::kBlockN>(tc, nb, half_block);
       }
     };
-    // Scores to logits, then to probabilities. An additive mask's tile without mask values whose dead scores may be
-    // -inf stays unscaled and the softmax's FFMA applies the factor, as in the other modes (scores_to_logits).
+    // Scores to logits, then to probabilities (the fixed reference: in one pass, fixed_probabilities). An additive
+    // mask's tile without mask values whose dead scores may be -inf stays unscaled and the softmax's FFMA applies
+    // the factor, as in the other modes (scores_to_logits).
     const auto logits_and_exponentiate = [&](const KeyTile& kt, float (&alpha)[2]) {
       const int n0 = kt.n0;
       const bool edge =

@@ -1,5 +1,7 @@
-// Score transform and online softmax for the attention kernel, on the mma.sync accumulator layout: each thread
-// holds two query rows (g and g+8 of its warp's 16) and, per n8 tile, the columns 2t and 2t+1.
+// Score transform and softmax for the attention kernels, on the mma.sync accumulator layout: each thread holds two
+// query rows (g and g+8 of its warp's 16) and, per n8 tile, the columns 2t and 2t+1. The online softmax (running
+// row maximum) serves every mode; the Hopper kernel's fixed-reference form (fixed_softmax.hpp) is
+// OnlineSoftmax::softcap_probabilities, which shares the running sums and the normalization.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -36,7 +36,9 @@ gk_gemma3_attention_config suite_shape(int64_t batch, int64_t seq_len) {
 // fp32 end to end) by relative L2 error. The official reference's own bf16 score rounding grows with |score| and
 // S, so the precise one is what catches a small kernel error; kPreciseRelL2 bounds what bf16 P and fp32
 // accumulation order leave.
-constexpr double kPreciseRelL2 = 5e-3;  // measured on the H200: at most 2.8e-3 over every suite workload and shape
+// Measured on the H200: at most 2.8e-3 over every suite workload and shape under the running maximum, 3.61e-3 under
+// the fixed softmax reference that causal and no-mask mode take with a softcap (fixed_softmax.hpp).
+constexpr double kPreciseRelL2 = 5e-3;
 
 struct Judged {
   Judgement official, precise;
@@ -148,9 +150,10 @@ std::vector<Variant> variants() {
   dead_rows.mask_pattern = MaskPattern::kWindowDeadRows;
   const auto additive = [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_ADDITIVE; };
   // Every score strongly negative (Hq == Hkv, anti-aligned keys): the far negative end of the softcap's range,
-  // where every probability of a row measured from the cap's bound instead of its running max would be tiny
-  // (~2^-86 with norm weights 0; ~2^-121 with 1, a few binades above fp32's flush to zero, where the row's
-  // smaller probabilities would vanish): the softmax must stay relative to the row.
+  // where a row's probabilities measured from the cap's bound itself would be tiny (~2^-86 with norm weights 0;
+  // ~2^-121 with 1, a few binades above fp32's flush to zero, where the row's smaller probabilities would vanish).
+  // The fixed reference lifts that bound (fixed_softmax.hpp: ~2^-77 to 2^-80 here at cap 50); the running maximum
+  // stays relative to the row. Either way every probability must stay normal.
   const auto heads8 = [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 8; };
   const auto group8 = [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 1; };
   Gemma3Recipe negative_mild, negative_far;
@@ -161,8 +164,8 @@ std::vector<Variant> variants() {
       {"negative_scores_far", with(base, heads8), negative_far},
       {"negative_scores_far_s1500", with(suite_shape(1, 1500), heads8), negative_far},
       {"negative_scores_no_mask", with(with(base, heads8), [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_NONE; }), negative_far},
-      // The fixed softmax reference at the edge of its range (cap 56.5: every probability of such a row near
-      // 2^-100, fixed_softmax.hpp), and just past it (cap 57: the running maximum).
+      // The fixed softmax reference at a cap near the end of its range (cap 56.5: the bias is lifted least there;
+      // these rows' probabilities ~2^-70), and just past it (cap 57: the running maximum, by the host's choice).
       {"negative_scores_far_cap56_5", with(with(base, heads8), [](gk_gemma3_attention_config& c) { c.softcap = 56.5f; }), negative_far},
       {"negative_scores_far_cap57", with(with(base, heads8), [](gk_gemma3_attention_config& c) { c.softcap = 57.f; }), negative_far},
       {"softcap_saturated", base, saturate, /*official_applies=*/false},

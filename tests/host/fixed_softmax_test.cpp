@@ -27,8 +27,10 @@ TEST(FixedSoftmax, ProbabilitiesStayNormalForEveryAcceptedCap) {
     ++accepted;
     EXPECT_GE(-c + bias, kFixedSoftmaxLowest - 1e-3f) << "cap " << cap;
     EXPECT_LE(c + bias, kFixedSoftmaxHighest + 1e-3f) << "cap " << cap;
-    // Small caps keep the largest probability at 1, as a running maximum would.
-    if (2.f * c <= -kFixedSoftmaxLowest) EXPECT_EQ(c + bias, 0.f) << "cap " << cap;
+    // Small caps keep the largest possible probability at 1, as a running maximum would.
+    if (2.f * c <= -kFixedSoftmaxLowest) {
+      EXPECT_EQ(c + bias, 0.f) << "cap " << cap;
+    }
   }
   EXPECT_EQ(accepted, 227);  // caps 0.25 ... 56.75
 }

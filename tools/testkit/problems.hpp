@@ -27,7 +27,8 @@ struct Gemma3Recipe {
   // >= 0: keys anti-aligned with the queries. Every token's hidden state is near one direction (1 + 0.3 randn),
   // Wk is -Wq on the first Hkv heads, RoPE is the identity and both norm weights equal this value; with
   // Hq == Hkv every score is then about -(offset + w)^2 * D * scale, the far negative end of the softcap's range
-  // (probabilities measured from the cap's bound rather than the row's max would underflow there).
+  // (probabilities measured from the cap's bound itself rather than the row's max would underflow there; the
+  // attention's fixed reference lifts that bound, src/gemma3_attention/fixed_softmax.hpp).
   float anti_aligned_norm_weight = -1.f;
 };
 
