@@ -6,14 +6,14 @@
 #include <cmath>
 
 #include "gemma3_attention/fixed_softmax.hpp"
+#include "gemma3_attention/params.hpp"
 
 namespace {
 
 using gk::gemma3::fixed_softmax_bias;
 using gk::gemma3::kFixedSoftmaxHighest;
 using gk::gemma3::kFixedSoftmaxLowest;
-
-constexpr float kLog2e = 1.4426950408889634f;
+using gk::gemma3::kLog2e;
 
 TEST(FixedSoftmax, ProbabilitiesStayNormalForEveryAcceptedCap) {
   int accepted = 0;
