@@ -159,6 +159,16 @@ std::vector<Variant> variants() {
   Gemma3Recipe negative_mild, negative_far;
   negative_mild.anti_aligned_norm_weight = 0.f;
   negative_far.anti_aligned_norm_weight = 1.f;
+  Gemma3Recipe negative_lowest;
+  negative_lowest.anti_aligned_norm_weight = 3.f;
+  // Scores that rise along the keys (Gemma3Recipe::anti_aligned_ramp): from about -65 to +65 in base 2 with norm
+  // weights 1, -16 to +16 with 0. A row's maximum then moves far, and late (the running maximum's rescale of the
+  // output by factors down to 0), and with a softcap the fixed reference meets both ends of its range.
+  Gemma3Recipe rising = negative_far, rising_mild = negative_mild;
+  rising.anti_aligned_ramp = rising_mild.anti_aligned_ramp = true;
+  const auto no_softcap = [](gk_gemma3_attention_config& c) { c.softcap = 0.f; };
+  const auto no_mask = [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_NONE; };
+  const auto heads8_no_softcap = with(with(base, heads8), no_softcap);
   return {
       {"negative_scores", with(base, heads8), negative_mild},
       {"negative_scores_far", with(base, heads8), negative_far},
@@ -168,6 +178,13 @@ std::vector<Variant> variants() {
       // these rows' probabilities ~2^-70), and just past it (cap 57: the running maximum, by the host's choice).
       {"negative_scores_far_cap56_5", with(with(base, heads8), [](gk_gemma3_attention_config& c) { c.softcap = 56.5f; }), negative_far},
       {"negative_scores_far_cap57", with(with(base, heads8), [](gk_gemma3_attention_config& c) { c.softcap = 57.f; }), negative_far},
+      // The fixed reference's ends: rows whose probabilities sit near 2^-100 (norm weights 3: scores near -cap), at
+      // the suite's cap and at 56.5; the saturated softcap at 56.5 (the largest near 2^63); a cap of 30, where the
+      // bias is -c and the largest possible probability 1.
+      {"negative_scores_lowest", with(base, heads8), negative_lowest, /*official_applies=*/false},
+      {"negative_scores_lowest_cap56_5", with(with(base, heads8), [](gk_gemma3_attention_config& c) { c.softcap = 56.5f; }), negative_lowest, /*official_applies=*/false},
+      {"softcap_saturated_cap56_5", with(base, [](gk_gemma3_attention_config& c) { c.softcap = 56.5f; }), saturate, /*official_applies=*/false},
+      {"cap30", with(base, [](gk_gemma3_attention_config& c) { c.softcap = 30.f; }), {}},
       {"softcap_saturated", base, saturate, /*official_applies=*/false},
       {"padding_mask_fully_masked_rows", with(base, additive), padded},
       {"causal_mask_tensor", with(base, additive), {}},
@@ -182,7 +199,18 @@ std::vector<Variant> variants() {
       // Nonzero everywhere below the diagonal: every visited tile reads the mask.
       {"biased_causal_mask", with(base, additive), biased},
       {"no_mask", with(base, [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_NONE; }), {}},
-      {"softcap_off", with(base, [](gk_gemma3_attention_config& c) { c.softcap = 0.f; }), {}},
+      {"softcap_off", with(base, no_softcap), {}},
+      {"softcap_off_s2053", with(suite_shape(1, 2053), no_softcap), {}},
+      // The official yardstick's bf16 scores step by 0.25 near +-45: too coarse for the norm-weight-1 ramps.
+      {"rising_scores_softcap_off", heads8_no_softcap, rising, /*official_applies=*/false},
+      {"rising_scores_softcap_off_no_mask", with(heads8_no_softcap, no_mask), rising, /*official_applies=*/false},
+      {"rising_scores_mild_softcap_off_no_mask", with(heads8_no_softcap, no_mask), rising_mild},
+      // 12 key tiles rising by ~2.7 (base 2) each: the reference moves every third tile or so.
+      {"rising_scores_mild_softcap_off_no_mask_s1500", with(with(with(suite_shape(1, 1500), heads8), no_softcap), no_mask),
+       rising_mild},
+      {"rising_scores", with(base, heads8), rising, /*official_applies=*/false},
+      {"rising_scores_no_mask", with(with(base, heads8), no_mask), rising, /*official_applies=*/false},
+      {"rising_scores_additive", with(with(base, heads8), additive), rising, /*official_applies=*/false},
       {"norm_weights_offset0_scale", with(base, [](gk_gemma3_attention_config& c) { c.norm_weight_offset = 0.f; c.query_scale = 0.0625f; }),
        spread},
       {"group1", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 8; }), {}},
@@ -301,6 +329,9 @@ std::vector<Variant> small_variants() {
       {"causal_softcap", c, {}},
       {"additive_padded", with(c, [](gk_gemma3_attention_config& x) { x.mask_mode = GK_MASK_ADDITIVE; x.softcap = 0.f; }), padded},
       {"none_group4", with(c, [](gk_gemma3_attention_config& x) { x.mask_mode = GK_MASK_NONE; x.num_kv_heads = 1; }), {}},
+      // No mask at S = 1 (every tile an edge tile) and at S = 256 (none: the one-pass form without masking only).
+      {"none_s1", with(c, [](gk_gemma3_attention_config& x) { x.mask_mode = GK_MASK_NONE; x.seq_len = 1; }), {}},
+      {"none_s256", with(c, [](gk_gemma3_attention_config& x) { x.mask_mode = GK_MASK_NONE; x.seq_len = 256; }), {}},
       {"s1", with(c, [](gk_gemma3_attention_config& x) { x.seq_len = 1; }), {}},
       {"s130_b1", with(c, [](gk_gemma3_attention_config& x) { x.batch = 1; x.seq_len = 130; }), {}},
       {"additive_window_s201", additive_s201, window},  // tiles left of the band skipped

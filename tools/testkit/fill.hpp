@@ -20,9 +20,12 @@ struct FillSpec {
   FillKind kind = FillKind::kValue;
   uint64_t seed = 0;
   float scale = 0.f;  // kNormal: scale*randn; kAroundOne: 1 + scale*randn; kValue: the value
+  // > 0: the tensor is rows of ramp_row elements, ramp_seq rows a sequence, and row t of a sequence has its first
+  // ramp_row * t / ramp_seq elements negated (a sign ramp along the sequence; Gemma3Recipe::anti_aligned_ramp).
+  int64_t ramp_row = 0, ramp_seq = 0;
 };
 
-GK_HD inline float fill_value_at(const FillSpec& f, int64_t i) {
+GK_HD inline float fill_value_at_unramped(const FillSpec& f, int64_t i) {
   switch (f.kind) {
     case FillKind::kNormal:
       return f.scale * normal_at(f.seed, i);
@@ -35,6 +38,13 @@ GK_HD inline float fill_value_at(const FillSpec& f, int64_t i) {
     default:
       return f.scale;
   }
+}
+
+GK_HD inline float fill_value_at(const FillSpec& f, int64_t i) {
+  const float v = fill_value_at_unramped(f, i);
+  if (f.ramp_row <= 0) return v;
+  const int64_t e = i % f.ramp_row, t = (i / f.ramp_row) % f.ramp_seq;
+  return e * f.ramp_seq < t * f.ramp_row ? -v : v;
 }
 
 enum class MaskPattern {

@@ -56,6 +56,10 @@ Gemma3Fills gemma3_fills(const gk_gemma3_attention_config& c, const Gemma3Recipe
     f.cos = constant(1.f);
     f.sin = constant(0.f);
     f.qn = f.kn = constant(r.anti_aligned_norm_weight);
+    if (r.anti_aligned_ramp) {
+      f.hidden.ramp_row = c.hidden;
+      f.hidden.ramp_seq = c.seq_len;
+    }
   }
   return f;
 }

@@ -30,6 +30,12 @@ struct Gemma3Recipe {
   // (probabilities measured from the cap's bound itself rather than the row's max would underflow there; the
   // attention's fixed reference lifts that bound, src/gemma3_attention/fixed_softmax.hpp).
   float anti_aligned_norm_weight = -1.f;
+  // With anti_aligned_norm_weight >= 0: token t of each sequence has the first hidden * t / S elements of its
+  // hidden state negated, so that query i and key j overlap on all but |i - j| / S of it and a score runs from about
+  // -X at j = i to +X at the far end of the sequence (X = (offset + w)^2 D scale). Rows then meet their largest
+  // scores in the key tiles the kernels visit late (no mask: ascending keys, so rows of the first half rise with
+  // every tile; causal: key tile 0 right after the diagonal one), the case where a running maximum has to move far.
+  bool anti_aligned_ramp = false;
 };
 
 struct AudioRecipe {
