@@ -6,7 +6,8 @@
 #
 #   scripts/ab.sh DIR_A DIR_B [ROUNDS] [extra gk bench options...]
 #
-# DIR_A and DIR_B each hold a libgk.so.0; the gk binary comes from GK_BUILD_DIR (default build).
+# DIR_A and DIR_B each hold a libgk.so.0; the gk binary comes from GK_BUILD_DIR (default build). AB_SUITE=custom
+# times the custom shape the options give (e.g. --batch 1 --seq-len 8192 --softcap 0) instead of a suite.
 set -uo pipefail
 if [ $# -lt 2 ]; then
   echo "usage: $0 DIR_A DIR_B [ROUNDS] [gk bench options...]" >&2
@@ -32,7 +33,9 @@ done
 
 run_side() {  # run_side ROUND LABEL DIR
   local out mean durs
-  out=$(LD_LIBRARY_PATH="$3${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$GK" bench --suite "$SUITE" --breakdown \
+  local suite_opt=(--suite "$SUITE")
+  [ "$SUITE" = custom ] && suite_opt=()
+  out=$(LD_LIBRARY_PATH="$3${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$GK" bench "${suite_opt[@]}" --breakdown \
         --rounds 0 "${EXTRA[@]}" 2>&1)
   local rc=$?
   mean=$(grep -m1 "^suite $SUITE: mean" <<< "$out" | awk '{print $4}')
