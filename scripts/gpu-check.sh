@@ -60,9 +60,12 @@ done
 # The Hopper attention kernel with the GQA tails kept one tile per head (packed where the shape allows, by default).
 step "gemma3 tests, attention=wgmma tail=separate" env GK_ATTENTION_KERNEL=wgmma GK_ATTENTION_TAIL=separate \
   "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Gemma3*:*W047*:GpuTest.*' --gtest_brief=1
-# The Hopper attention kernel's softmax against the running row maximum where it takes the fixed reference by default.
-step "gemma3 tests, attention=wgmma softmax=online" env GK_ATTENTION_KERNEL=wgmma GK_ATTENTION_SOFTMAX=online \
-  "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Gemma3*:*W047*:GpuTest.*' --gtest_brief=1
+# The Hopper attention kernel's softmax against the running row maximum where it takes the fixed reference by default,
+# and the fixed reference wherever it applies (additive mode's bounded blocks at every length, by default from 2048).
+for sm in online fixed; do
+  step "gemma3 tests, attention=wgmma softmax=$sm" env GK_ATTENTION_KERNEL=wgmma GK_ATTENTION_SOFTMAX=$sm \
+    "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Gemma3*:*W047*:GpuTest.*' --gtest_brief=1
+done
 # The Hopper attention kernel's output tiles by 16-byte stores instead of TMA stores.
 step "gemma3 tests, attention=wgmma store=direct" env GK_ATTENTION_KERNEL=wgmma GK_ATTENTION_STORE=direct \
   "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Gemma3*:*W047*:GpuTest.*' --gtest_brief=1

@@ -1,6 +1,6 @@
 // Variant selection and launch of the attention kernels. The supported matrix is instantiated explicitly here:
 // head_dim 128 x {softcap on, off} x {causal, additive, none}, for the sm_80-class kernel and the Hopper kernel, and
-// the Hopper kernel's fixed-reference softmax for softcap x {causal, none}.
+// the Hopper kernel's fixed-reference softmax for softcap x {causal, additive, none}.
 // Additive mode first builds the tile lists for the chosen kernel's block shape (mask_tiles.cu).
 #include <cuda.h>
 
@@ -61,8 +61,9 @@ int forced_store() {
   return c;
 }
 
-// GK_ATTENTION_SOFTMAX=online|fixed pins the Hopper kernel's softmax where the fixed reference applies (softcap,
-// no additive mask; fixed_softmax.hpp): the running row maximum, or the fixed reference (the default there).
+// GK_ATTENTION_SOFTMAX=online|fixed pins the Hopper kernel's softmax where the fixed reference applies (softcap;
+// in additive mode the blocks the tile lists find bounded; fixed_softmax.hpp): the running row maximum, or the
+// fixed reference (the default there).
 int forced_softmax() {
   static const int c = detail::env_choice("GK_ATTENTION_SOFTMAX", {"online", "fixed"});
   return c;
@@ -163,10 +164,16 @@ Status launch_wgmma(AttentionParams p, Sm90Columns cols, bool programmatic, cuda
   const int softmax = forced_softmax();
   if (softmax == detail::kEnvInvalid) return detail::env_error(kOp, "GK_ATTENTION_SOFTMAX", "online|fixed");
   auto kernel = attention_sm90_kernel<kSoftcap, kMask, false>;
-  if constexpr (kSoftcap && kMask != MaskMode::kAdditive) {
+  if constexpr (kSoftcap) {
     // Against the running maximum: 1-7% faster attention on every 047 workload, then up to 9% more in its one-pass
-    // form (paired runs, docs/perf-log.md v20).
-    if (softmax != 0 && fixed_softmax_bias(p.softcap_out, &p.fixed_bias)) {
+    // form (paired runs, docs/perf-log.md v20). In additive mode the kernel then carries both forms (a block takes
+    // the fixed one where its tile list is bounded): 5-8% faster from S = 2053 but 3-30% slower up to S = 1024
+    // (v20.5), so unpinned it runs from kAdditiveFixedMinS.
+    constexpr int kAdditiveFixedMinS = 2048;
+    const bool wanted = kMask != MaskMode::kAdditive ? softmax != 0
+                                                     : softmax == 1 || (softmax == detail::kEnvUnset &&
+                                                                        p.seq_len >= kAdditiveFixedMinS);
+    if (wanted && fixed_softmax_bias(p.softcap_out, &p.fixed_bias)) {
       kernel = attention_sm90_kernel<kSoftcap, kMask, true>;
     }
   }

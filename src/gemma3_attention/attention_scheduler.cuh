@@ -25,6 +25,8 @@ struct TileCoord {
   // tile's slot (write_tile) and the consumers take from there (read_tile), so that their first two key tiles do
   // not wait on a load of the list.
   uint32_t entries[2];
+  // Additive mode: the tile list says the block's logits stay within the softcap's bounds (kListBounded).
+  bool bounded;
 };
 
 // The i-th key tile a work tile visits: its first key, and how the 64-row half `half` of the query block applies
@@ -67,10 +69,13 @@ __device__ __forceinline__ TileCoord tile_coord(const AttentionParams& p, int ti
   t.n_blocks = (p.seq_len + kBlockN - 1) / kBlockN;
   t.list = nullptr;
   t.entries[0] = t.entries[1] = 0u;  // from the slot (read_tile: Hopper kernel, additive mode)
+  t.bounded = false;
   t.block = t.b * p.num_m_blocks + m_block;
   if constexpr (kMask == MaskMode::kCausal) t.n_blocks = min(t.n_blocks, (t.m0 + kBlockM + kBlockN - 1) / kBlockN);
   if constexpr (kMask == MaskMode::kAdditive) {
-    t.n_blocks = p.tiles.counts[t.block];
+    const int count = p.tiles.counts[t.block];
+    t.n_blocks = count & kListCountMask;
+    t.bounded = (count & kListBounded) != 0;
     t.list = p.tiles.entries + int64_t(t.block) * p.tiles.stride;
   }
   return t;
@@ -88,7 +93,7 @@ __device__ __forceinline__ void write_tile(uint32_t slot, int tile, const TileCo
   if constexpr (kMask == MaskMode::kAdditive) {
     // A list has at least one entry (mask_tiles.cu); entries past its count are never decoded.
     const uint32_t e0 = t.n_blocks > 0 ? t.list[0] : 0u, e1 = t.n_blocks > 1 ? t.list[1] : 0u;
-    device::st_shared_v4(slot + 32, make_uint4(e0, e1, 0u, 0u));
+    device::st_shared_v4(slot + 32, make_uint4(e0, e1, t.bounded ? 1u : 0u, 0u));
   }
 }
 
@@ -105,10 +110,12 @@ __device__ __forceinline__ int read_tile(uint32_t slot, const AttentionParams& p
   t->kvh = static_cast<int>(c.w);
   t->list = kMask == MaskMode::kAdditive ? p.tiles.entries + int64_t(t->block) * p.tiles.stride : nullptr;
   t->entries[0] = t->entries[1] = 0u;
+  t->bounded = false;
   if constexpr (kMask == MaskMode::kAdditive) {
     const uint4 e = device::ld_shared_v4(slot + 32);
     t->entries[0] = e.x;
     t->entries[1] = e.y;
+    t->bounded = e.z != 0u;
   }
   return static_cast<int>(a.x);
 }

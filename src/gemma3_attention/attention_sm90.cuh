@@ -122,16 +122,17 @@ __device__ __forceinline__ void store_output_staged(const float (&acc_o)[kDTiles
   }
 }
 
-// kFixedRef (softcap, no additive mask): probabilities against the constant p.fixed_bias instead of the running row
-// maximum (fixed_softmax.hpp), so a key tile's softmax is one pass of tanh and ex2 per score with nothing to reduce
-// across the quad and no output rescale.
+// kFixedRef (softcap): probabilities against the constant p.fixed_bias instead of the running row maximum
+// (fixed_softmax.hpp), so a key tile's softmax is one pass of tanh and ex2 per score with nothing to reduce across
+// the quad and no output rescale. In additive mode only the blocks whose tile list says their logits stay bounded
+// (no mask values, no row dead everywhere: kListBounded) take it; the others keep the running maximum.
 template <bool kSoftcap, MaskMode kMask, bool kFixedRef>
 __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     attention_sm90_kernel(const __grid_constant__ CUtensorMap qkv_map, const __grid_constant__ CUtensorMap tail_map,
                           const __grid_constant__ CUtensorMap out_map, const AttentionParams p,
                           const Sm90Columns cols) {
   using Tr = Sm90Traits;
-  static_assert(!kFixedRef || (kSoftcap && kMask != MaskMode::kAdditive), "logits bounded by the softcap alone");
+  static_assert(!kFixedRef || kSoftcap, "logits bounded by the softcap");
   constexpr int kNTiles = Tr::kBlockN / 8;   // 16 n8 tiles of scores
   constexpr int kDTiles = Tr::kHeadDim / 8;  // 16 n8 tiles of output
   extern __shared__ unsigned char smem_raw[];
@@ -297,6 +298,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
   const float scale = logit_scale<kSoftcap, kMask>(p);
   // The factor an additive mask's unscaled tiles leave to the softmax (what the other modes' `scale` is).
   const float logit_factor = kSoftcap ? p.softcap_out : p.scale_log2;
+  const float fixed_ref[2] = {p.fixed_bias, p.fixed_bias};
   if (half_block == 1) device::named_barrier_arrive(other_turn, kSchedThreads);  // the first half goes first
 
   int g0 = 0;  // K/V tiles consumed before this work tile
@@ -319,14 +321,17 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
     uint64_t bits_ahead[2][2];
     uint32_t entry_ahead = tc.entries[1];
     OnlineSoftmax softmax;
+    const bool fixed_tile = kFixedRef && (kMask != MaskMode::kAdditive || tc.bounded);
     // The fixed reference's softmax in one pass from the raw dot products (OnlineSoftmax::softcap_probabilities).
     const auto fixed_probabilities = [&](auto& s, int n0, bool edge) {
       constexpr bool kCausal = kMask == MaskMode::kCausal;
+      // logit_factor (cap * log2 e), not `scale`: additive mode's `scale` is 1 (logit_scale).
+      const float c = logit_factor, in = p.softcap_in, bias = p.fixed_bias;
       const int col0 = n0 + 2 * (lane & 3);
       if (edge) {
-        softmax.softcap_probabilities<true, kCausal>(s, p.softcap_in, scale, p.fixed_bias, rows, col0, seq_len);
+        softmax.softcap_probabilities<true, kCausal>(s, in, c, bias, rows, col0, seq_len);
       } else {
-        softmax.softcap_probabilities<false, kCausal>(s, p.softcap_in, scale, p.fixed_bias, rows, col0, seq_len);
+        softmax.softcap_probabilities<false, kCausal>(s, in, c, bias, rows, col0, seq_len);
       }
     };
     const auto key = [&](int nb) {
@@ -351,6 +356,17 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
       const bool edge =
           (n0 + Tr::kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + Tr::kBlockN - 1 > wg_pos0);
       if constexpr (kMask == MaskMode::kAdditive) {
+        if (kFixedRef && tc.bounded) {
+          // A bounded block's tiles are kMaskNone or kMaskBits, and no row is dead everywhere: dead scores -inf.
+          if (kt.mask == kMaskNone) {
+            fixed_probabilities(acc_s, n0, edge);
+          } else {
+            scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane, edge, kt.mask,
+                                                       &bits_ahead, /*unscaled=*/true);
+            softmax.probabilities(acc_s, logit_factor, fixed_ref);
+          }
+          return;
+        }
         const bool unscaled = kt.mask == kMaskNone || kt.mask == kMaskBits;
         scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane, edge, kt.mask,
                                                    &bits_ahead, unscaled);
@@ -418,7 +434,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
       device::wgmma_wait<0>();
       device::fence_accumulators(acc_o);
       release(v_empty(stage(g0 + nb - 1)));
-      if constexpr (!kFixedRef) OnlineSoftmax::rescale(acc_o, alpha);
+      if (!fixed_tile) OnlineSoftmax::rescale(acc_o, alpha);
       pack_p(acc_s, p_frag);
     }
 

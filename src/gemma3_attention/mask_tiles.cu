@@ -245,6 +245,7 @@ __global__ void __launch_bounds__(128) list_kernel(const ListParams p) {
   }
 
   int count = 0;
+  bool values = false;  // some kept entry applies mask values
   uint32_t* entries = p.out.entries + int64_t(warp) * p.out.stride;
   for (int base = 0; base < p.n_blocks; base += 32 * kTilesPerLane) {
     if (base > 0) load_classes(base);
@@ -267,12 +268,15 @@ __global__ void __launch_bounds__(128) list_kernel(const ListParams p) {
         apply |= a << (2 * h);
       }
       keep = nb < p.n_blocks && (keep || dead_row);
+#pragma unroll
+      for (int h = 0; h < kSubM; ++h) values |= keep && ((apply >> (2 * h)) & 3u) == kMaskValues;
       const unsigned ballot = __ballot_sync(0xffffffffu, keep);
       if (keep) entries[count + __popc(ballot & ((1u << lane) - 1u))] = (uint32_t(nb) << 4) | apply;
       count += __popc(ballot);
     }
   }
-  if (lane == 0) p.out.counts[warp] = count;
+  const bool bounded = !dead_row && !__any_sync(0xffffffffu, values);
+  if (lane == 0) p.out.counts[warp] = count | (bounded ? kListBounded : 0);
 }
 
 }  // namespace

@@ -68,6 +68,9 @@ enum MaskApply : uint32_t {
 // Both kinds of bits tile: bit 0 of the kind.
 __host__ __device__ constexpr bool mask_apply_bits(uint32_t apply) { return (apply & 1u) != 0u; }
 
+inline constexpr int kListBounded = 1 << 30;
+inline constexpr int kListCountMask = kListBounded - 1;
+
 // Tile lists for the additive mask, built on the device per call (mask_tiles.cu) for the kernel's block shape:
 // for each (batch, query block), the key tiles to visit in ascending order, each entry
 // (key tile << 4) | apply(rows 0-63) | apply(rows 64-127) << 2. Key tiles whose values are all dead for every row
@@ -77,7 +80,9 @@ __host__ __device__ constexpr bool mask_apply_bits(uint32_t apply) { return (app
 // [batch][part rows][part columns][64].
 struct MaskTileLists {
   uint32_t* entries;  // [batch][query blocks][key tiles]
-  int* counts;        // [batch][query blocks]
+  // [batch][query blocks]: the entry count, | kListBounded where no entry of the block applies mask values and no
+  // row of it is dead everywhere, so its logits stay within the softcap's bounds (a fixed softmax reference holds).
+  int* counts;
   int stride;         // entries per query block (key tiles of the sequence)
   const uint64_t* bits;
   int parts;          // 64-wide parts per side: ceil(S / 64)
