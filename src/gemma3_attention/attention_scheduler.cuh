@@ -39,7 +39,7 @@ struct KeyTile {
 // Work tiles are ordered heaviest first: the packed GQA tails when p.tail_rows > 0 (they visit every key tile),
 // then query block-major from the last block down. Under a causal mask the long blocks start early and the last
 // tiles each SM takes are short ones.
-template <MaskMode kMask, int kBlockM, int kBlockN>
+template <MaskMode kMask, int kBlockM, int kBlockN, bool kBoundedFlag = false>
 __device__ __forceinline__ TileCoord tile_coord(const AttentionParams& p, int tile) {
   TileCoord t;
   const int bh_count = p.batch * p.num_q_heads;
@@ -73,9 +73,11 @@ __device__ __forceinline__ TileCoord tile_coord(const AttentionParams& p, int ti
   t.block = t.b * p.num_m_blocks + m_block;
   if constexpr (kMask == MaskMode::kCausal) t.n_blocks = min(t.n_blocks, (t.m0 + kBlockM + kBlockN - 1) / kBlockN);
   if constexpr (kMask == MaskMode::kAdditive) {
+    // Only a kernel that reads the bounded flag has the list kernel set it (ListParams::mark_bounded), so the
+    // others' code stays as it was without it.
     const int count = p.tiles.counts[t.block];
-    t.n_blocks = count & kListCountMask;
-    t.bounded = (count & kListBounded) != 0;
+    t.n_blocks = kBoundedFlag ? count & kListCountMask : count;
+    if constexpr (kBoundedFlag) t.bounded = (count & kListBounded) != 0;
     t.list = p.tiles.entries + int64_t(t.block) * p.tiles.stride;
   }
   return t;

@@ -182,7 +182,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
       // The producer decodes each tile into the consumers' slot as soon as it has it, and reads it back there
       // when it starts the tile (the grid has at most num_tiles CTAs, so the first tile exists).
       write_tile<kMask>(tile_slot(0), persistent_tile(0),
-                        tile_coord<kMask, Tr::kBlockM, Tr::kBlockN>(p, persistent_tile(0)));
+                        tile_coord<kMask, Tr::kBlockM, Tr::kBlockN, kFixedRef>(p, persistent_tile(0)));
       for (int local = 0;; ++local) {
         if (local > 0) device::mbar_wait(q_empty, (local - 1) & 1);
         TileCoord tc;
@@ -231,7 +231,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
         // free: the consumers read it at the start of tile local - 1, before they released Q for this tile's load.
         const int next = persistent_tile(local + 1);
         TileCoord nc{};
-        if (next < p.num_tiles) nc = tile_coord<kMask, Tr::kBlockM, Tr::kBlockN>(p, next);
+        if (next < p.num_tiles) nc = tile_coord<kMask, Tr::kBlockM, Tr::kBlockN, kFixedRef>(p, next);
         write_tile<kMask>(tile_slot(local + 1), next, nc);
       }
     }

@@ -21,7 +21,8 @@ Status launch_attention(AttentionParams p, int head_dim, bool programmatic, cuda
 size_t mask_tile_scratch_bytes(int64_t batch, int64_t seq_len);
 // Fills p->tiles for a kernel of block_m-row query blocks and block_n-key tiles (64 or 128 each). `programmatic`: as
 // launch_attention's; the classification then runs beside the end of the kernel before it (mask_tiles.cu).
-Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, bool programmatic, cudaStream_t stream);
+Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, bool programmatic, cudaStream_t stream,
+                        bool mark_bounded = false);
 
 // Operands of the head-tiled projection GEMM (see ProjGemmParams): A [m, k] row-major, each weight [heads * 128, k]
 // row-major, outputs as column ranges of buffers with one row stride; head_dim is 128.

@@ -176,6 +176,7 @@ struct ListParams {
   MaskTileLists out;
   int batch, seq_len, parts;
   int m_blocks, n_blocks;  // query blocks and key tiles of the kernel's shape
+  bool mark_bounded;       // flag bounded blocks in the counts (MaskTileLists::counts)
 };
 
 // One warp per (batch, query block). Launched programmatically behind the classification, it waits for it (a no-op
@@ -276,14 +277,15 @@ __global__ void __launch_bounds__(128) list_kernel(const ListParams p) {
     }
   }
   const bool bounded = !dead_row && !__any_sync(0xffffffffu, values);
-  if (lane == 0) p.out.counts[warp] = count | (bounded ? kListBounded : 0);
+  if (lane == 0) p.out.counts[warp] = count | (p.mark_bounded && bounded ? kListBounded : 0);
 }
 
 }  // namespace
 
 size_t mask_tile_scratch_bytes(int64_t batch, int64_t seq_len) { return carve(nullptr, batch, seq_len).bytes; }
 
-Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, bool programmatic, cudaStream_t stream) {
+Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, bool programmatic, cudaStream_t stream,
+                        bool mark_bounded) {
   if (block_m <= 0 || block_n <= 0 || block_m % kPart != 0 || block_n % kPart != 0 || block_m > 2 * kPart ||
       block_n > 2 * kPart) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: no mask tile lists for %d x %d tiles", kOp, block_m, block_n);
@@ -325,6 +327,7 @@ Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, bool progr
   lp.parts = static_cast<int>(parts);
   lp.m_blocks = m_blocks;
   lp.n_blocks = (p->seq_len + block_n - 1) / block_n;
+  lp.mark_bounded = mark_bounded;
   lp.out = {s.entries, s.counts, lp.n_blocks, s.bits, lp.parts};
   const int64_t warps = int64_t(p->batch) * lp.m_blocks;
   // The parts per query block and per key tile (1 or 2 each) are the kernel's template parameters.

@@ -80,8 +80,9 @@ inline constexpr int kListCountMask = kListBounded - 1;
 // [batch][part rows][part columns][64].
 struct MaskTileLists {
   uint32_t* entries;  // [batch][query blocks][key tiles]
-  // [batch][query blocks]: the entry count, | kListBounded where no entry of the block applies mask values and no
-  // row of it is dead everywhere, so its logits stay within the softcap's bounds (a fixed softmax reference holds).
+  // [batch][query blocks]: the entry count; for the Hopper kernel's fixed form (build_mask_tiles' mark_bounded),
+  // | kListBounded where no entry of the block applies mask values and no row of it is dead everywhere, so its
+  // logits stay within the softcap's bounds (a fixed softmax reference holds).
   int* counts;
   int stride;         // entries per query block (key tiles of the sequence)
   const uint64_t* bits;
