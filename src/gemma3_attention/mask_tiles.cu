@@ -176,17 +176,18 @@ struct ListParams {
   MaskTileLists out;
   int batch, seq_len, parts;
   int m_blocks, n_blocks;  // query blocks and key tiles of the kernel's shape
-  bool mark_bounded;       // flag bounded blocks in the counts (MaskTileLists::counts)
 };
 
 // One warp per (batch, query block). Launched programmatically behind the classification, it waits for it (a no-op
 // otherwise) and lets the attention launch. kSubM / kSubN: parts per query block and per key tile (1 or 2).
+// kMarkBounded: flag bounded blocks in the counts (MaskTileLists::counts) for the Hopper kernel's fixed form; a
+// template parameter, so that the lists for the other kernels cost what they did before the flag existed.
 //
 // Every load of a round is issued before any is used, and the first round's classes before the live-row words are
 // reduced (neither depends on the other): written as loops over runtime bounds, each load waited for its
 // predecessor's use, a chain of ~10-16 L2 round trips that put the kernel 2.4-5 us behind the classification in the
 // layer (docs/perf-log.md v18).
-template <int kSubM, int kSubN>
+template <int kSubM, int kSubN, bool kMarkBounded>
 __global__ void __launch_bounds__(128) list_kernel(const ListParams p) {
   constexpr int kTilesPerLane = 2;  // key tiles per lane and round: 64 (S = 8192 in 128-key tiles) in one round
   constexpr int kPartsPerLane = 4;  // live-row words per lane, part row and round: 128 parts (S = 8192) in one
@@ -270,14 +271,17 @@ __global__ void __launch_bounds__(128) list_kernel(const ListParams p) {
       }
       keep = nb < p.n_blocks && (keep || dead_row);
 #pragma unroll
-      for (int h = 0; h < kSubM; ++h) values |= keep && ((apply >> (2 * h)) & 3u) == kMaskValues;
+      for (int h = 0; h < kSubM; ++h) {
+        if constexpr (kMarkBounded) values |= keep && ((apply >> (2 * h)) & 3u) == kMaskValues;
+      }
       const unsigned ballot = __ballot_sync(0xffffffffu, keep);
       if (keep) entries[count + __popc(ballot & ((1u << lane) - 1u))] = (uint32_t(nb) << 4) | apply;
       count += __popc(ballot);
     }
   }
-  const bool bounded = !dead_row && !__any_sync(0xffffffffu, values);
-  if (lane == 0) p.out.counts[warp] = count | (p.mark_bounded && bounded ? kListBounded : 0);
+  bool bounded = false;
+  if constexpr (kMarkBounded) bounded = !dead_row && !__any_sync(0xffffffffu, values);
+  if (lane == 0) p.out.counts[warp] = count | (bounded ? kListBounded : 0);
 }
 
 }  // namespace
@@ -327,13 +331,16 @@ Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, bool progr
   lp.parts = static_cast<int>(parts);
   lp.m_blocks = m_blocks;
   lp.n_blocks = (p->seq_len + block_n - 1) / block_n;
-  lp.mark_bounded = mark_bounded;
   lp.out = {s.entries, s.counts, lp.n_blocks, s.bits, lp.parts};
   const int64_t warps = int64_t(p->batch) * lp.m_blocks;
   // The parts per query block and per key tile (1 or 2 each) are the kernel's template parameters.
   const int sub_m = block_m / kPart, sub_n = block_n / kPart;
-  const auto list = sub_m == 1 ? (sub_n == 1 ? list_kernel<1, 1> : list_kernel<1, 2>)
-                               : (sub_n == 1 ? list_kernel<2, 1> : list_kernel<2, 2>);
+  if (mark_bounded && (sub_m != 2 || sub_n != 2)) {
+    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: bounded-block flags only for 128 x 128 tiles", kOp);
+  }
+  const auto list = mark_bounded ? list_kernel<2, 2, true>
+                    : sub_m == 1 ? (sub_n == 1 ? list_kernel<1, 1, false> : list_kernel<1, 2, false>)
+                                 : (sub_n == 1 ? list_kernel<2, 1, false> : list_kernel<2, 2, false>);
   GK_RETURN_IF_ERROR(detail::launch_z_clusters(kOp, "mask tile list launch", list,
                                                 dim3(static_cast<unsigned>((warps + 3) / 4)), 128, 0,
                                                 /*cluster=*/false, programmatic, stream, lp));
