@@ -7,7 +7,8 @@
 #   scripts/ab.sh DIR_A DIR_B [ROUNDS] [extra gk bench options...]
 #
 # DIR_A and DIR_B each hold a libgk.so.0; the gk binary comes from GK_BUILD_DIR (default build). AB_SUITE=custom
-# times the custom shape the options give (e.g. --batch 1 --seq-len 8192 --softcap 0) instead of a suite.
+# times the custom shape the options give (e.g. --op gemma3 --batch 1 --seq-len 8192 --softcap 0) instead of a suite;
+# gk takes a shape as custom only with --op.
 set -uo pipefail
 if [ $# -lt 2 ]; then
   echo "usage: $0 DIR_A DIR_B [ROUNDS] [gk bench options...]" >&2
@@ -50,6 +51,10 @@ run_side() {  # run_side ROUND LABEL DIR
 }
 
 EXTRA=("$@")
+if [ "$SUITE" = custom ] && [[ " ${EXTRA[*]} " != *" --op "* ]]; then
+  echo "ab.sh: AB_SUITE=custom needs --op gemma3|audio among the gk bench options" >&2
+  exit 2
+fi
 for r in $(seq 1 "$ROUNDS"); do
   if [ $((r % 2)) -eq 1 ]; then
     run_side "$r" A "$A"

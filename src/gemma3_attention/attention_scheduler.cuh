@@ -73,8 +73,8 @@ __device__ __forceinline__ TileCoord tile_coord(const AttentionParams& p, int ti
   t.block = t.b * p.num_m_blocks + m_block;
   if constexpr (kMask == MaskMode::kCausal) t.n_blocks = min(t.n_blocks, (t.m0 + kBlockM + kBlockN - 1) / kBlockN);
   if constexpr (kMask == MaskMode::kAdditive) {
-    // Only a kernel that reads the bounded flag has the list kernel set it (ListParams::mark_bounded), so the
-    // others' code stays as it was without it.
+    // Only a kernel that reads the bounded flag has the list kernel set it (build_mask_tiles' mark_bounded, the
+    // list kernel's kMarkBounded), so the others' code stays as it was without it.
     const int count = p.tiles.counts[t.block];
     t.n_blocks = kBoundedFlag ? count & kListCountMask : count;
     if constexpr (kBoundedFlag) t.bounded = (count & kListBounded) != 0;

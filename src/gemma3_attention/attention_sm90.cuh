@@ -12,9 +12,11 @@
 //
 // Warpgroups 1 and 2 are consumers, 64 query rows each: S = Q K^T with wgmma (both operands from shared memory),
 // the softmax in registers (the sm_80 kernel's code: the wgmma accumulator layout is the mma.sync one; with a
-// softcap and no mask tensor against a fixed reference instead of the running maximum, fixed_softmax.hpp; in
-// additive mode this kernel alone leaves tiles without mask values unscaled, their dead scores -inf where the tile
-// list allows it, OnlineSoftmax::exponentiate_mixed),
+// softcap and no mask values against a fixed reference instead of the running maximum, fixed_softmax.hpp: causal
+// and no-mask mode, and from S = 2048 additive mode's blocks whose tile list shows no mask values and no row
+// masked everywhere; in additive mode this kernel alone leaves tiles without mask values unscaled, their dead
+// scores -inf where the tile list allows it, OnlineSoftmax::exponentiate_mixed or, on those bounded blocks, the
+// fixed reference's exponent),
 // then O += P V with wgmma taking P straight from registers and V from shared memory read transposed. Registers
 // move from the producer to the consumers with setmaxnreg. The consumer warpgroups alternate their tensor-core
 // phases (ping-pong), and each overlaps the softmax of one tile with the P*V of the previous.

@@ -1,7 +1,9 @@
 // Score transform and softmax for the attention kernels, on the mma.sync accumulator layout: each thread holds two
 // query rows (g and g+8 of its warp's 16) and, per n8 tile, the columns 2t and 2t+1. The online softmax (running
 // row maximum) serves every mode; the Hopper kernel's fixed-reference form (fixed_softmax.hpp) is
-// OnlineSoftmax::softcap_probabilities, which shares the running sums and the normalization.
+// OnlineSoftmax::softcap_probabilities (in additive mode's bounded blocks, on tiles with mask bits,
+// scores_to_logits then OnlineSoftmax::probabilities against the bias), which shares the running sums and the
+// normalization.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -116,8 +118,8 @@ __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const A
   // Without an additive mask the last scale (cap * log2 e, or scale * log2 e) is left to the softmax, which folds it
   // into the FFMA that subtracts the running max (logit_scale<kSoftcap, kMask>). So it is for an additive mask's
   // tiles without mask values whose dead scores may be -inf (`unscaled`: kMaskNone and kMaskBits, edge tiles too;
-  // the caller's softmax then applies the factor, OnlineSoftmax::exponentiate_mixed): one multiply per score less
-  // where most tiles are such.
+  // the caller's softmax then applies the factor, OnlineSoftmax::exponentiate_mixed, or on a bounded block's tile
+  // OnlineSoftmax::probabilities against the fixed reference): one multiply per score less where most tiles are such.
   const bool scaled = kMask == MaskMode::kAdditive && !unscaled;
   if (scaled) {
 #pragma unroll

@@ -42,7 +42,7 @@ GK_HD inline float fill_value_at_unramped(const FillSpec& f, int64_t i) {
 
 GK_HD inline float fill_value_at(const FillSpec& f, int64_t i) {
   const float v = fill_value_at_unramped(f, i);
-  if (f.ramp_row <= 0) return v;
+  if (f.ramp_row <= 0 || f.ramp_seq <= 0) return v;
   const int64_t e = i % f.ramp_row, t = (i / f.ramp_row) % f.ramp_seq;
   return e * f.ramp_seq < t * f.ramp_row ? -v : v;
 }

@@ -30,11 +30,13 @@ struct Gemma3Recipe {
   // (probabilities measured from the cap's bound itself rather than the row's max would underflow there; the
   // attention's fixed reference lifts that bound, src/gemma3_attention/fixed_softmax.hpp).
   float anti_aligned_norm_weight = -1.f;
-  // With anti_aligned_norm_weight >= 0: token t of each sequence has the first hidden * t / S elements of its
-  // hidden state negated, so that query i and key j overlap on all but |i - j| / S of it and a score runs from about
-  // -X at j = i to +X at the far end of the sequence (X = (offset + w)^2 D scale). Rows then meet their largest
-  // scores in the key tiles the kernels visit late (no mask: ascending keys, so rows of the first half rise with
-  // every tile; causal: key tile 0 right after the diagonal one), the case where a running maximum has to move far.
+  // With anti_aligned_norm_weight >= 0: token t of each sequence has the first ceil(hidden * t / S) elements of its
+  // hidden state negated, so that query i and key j overlap on all but about |i - j| / S of it and a score is about
+  // -X (1 - 2 |i - j| / S) (X = (offset + w)^2 D scale): -X at j = i, a row's largest about
+  // X (2 max(i, S - 1 - i) / S - 1), +X only for rows near either end. Rows then meet their largest scores in the
+  // key tiles the kernels visit late (no mask: ascending keys, so rows of the first half rise with every tile;
+  // causal: key tile 0 right after the diagonal one, which rows past S / 2 see above 0), the case where a running
+  // maximum has to move far.
   bool anti_aligned_ramp = false;
 };
 
