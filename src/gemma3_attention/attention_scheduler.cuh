@@ -1,5 +1,6 @@
 // Which (batch, query head(s), query block) a work tile computes, and how many key tiles it visits. Shared by both
-// attention kernels.
+// attention kernels; the decoding (tile_coord, row_of, key_tile) also runs on the host, where a test walks every
+// work tile of a grid and checks that each query row meets each of its key tiles exactly once.
 #pragma once
 
 #include "common/device/sm80_primitives.cuh"
@@ -40,7 +41,7 @@ struct KeyTile {
 // then query block-major from the last block down. Under a causal mask the long blocks start early and the last
 // tiles each SM takes are short ones.
 template <MaskMode kMask, int kBlockM, int kBlockN, bool kBoundedFlag = false>
-__device__ __forceinline__ TileCoord tile_coord(const AttentionParams& p, int tile) {
+__host__ __device__ __forceinline__ TileCoord tile_coord(const AttentionParams& p, int tile) {
   TileCoord t;
   const int bh_count = p.batch * p.num_q_heads;
   int top = p.num_m_blocks - 1;  // the heaviest unpacked query block
@@ -123,7 +124,7 @@ __device__ __forceinline__ int read_tile(uint32_t slot, const AttentionParams& p
 }
 
 // Query head and position of row i (0..kBlockM-1) of a work tile.
-__device__ __forceinline__ void row_of(const TileCoord& t, int i, int* head, int* pos) {
+__host__ __device__ __forceinline__ void row_of(const TileCoord& t, int i, int* head, int* pos) {
   const int j = tail_quotient(i, t.tail_inv);  // 0 unless packed
   *head = t.h + j;
   *pos = t.m0 + i - j * t.tail_rows;
@@ -141,14 +142,14 @@ __device__ __forceinline__ int persistent_tile(int round) {
 
 // An additive tile list's entry (MaskTileLists) as the key tile it names, for the 64-row half `half`.
 template <int kBlockN>
-__device__ __forceinline__ KeyTile decode_key_entry(const TileCoord& t, uint32_t e, int half) {
+__host__ __device__ __forceinline__ KeyTile decode_key_entry(const TileCoord& t, uint32_t e, int half) {
   // A packed tail's positions all lie in the block's first 64 rows (group_size >= 2 heads of tail_rows fit in 128).
   const int h = t.tail_rows > 0 ? 0 : half;
   return {static_cast<int>(e >> 4) * kBlockN, (e >> (2 * h)) & 3u};
 }
 
 template <MaskMode kMask, int kBlockN>
-__device__ __forceinline__ KeyTile key_tile(const TileCoord& t, int i, int half) {
+__host__ __device__ __forceinline__ KeyTile key_tile(const TileCoord& t, int i, int half) {
   if constexpr (kMask == MaskMode::kAdditive) {
     return decode_key_entry<kBlockN>(t, t.list[i], half);
   } else if constexpr (kMask == MaskMode::kCausal) {

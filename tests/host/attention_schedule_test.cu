@@ -1,0 +1,112 @@
+// The Hopper attention kernel's work decomposition, walked on the host (attention_scheduler.cuh's decoding is
+// __host__ __device__): over every work tile of a grid, each real query row must meet each key tile at or left of
+// its diagonal exactly once (no mask: every key tile), packed GQA tails included, and a causal work tile must
+// visit its diagonal first.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gemma3_attention/attention_scheduler.cuh"
+#include "gemma3_attention/tail_packing.hpp"
+
+namespace {
+
+using gk::gemma3::AttentionParams;
+using gk::gemma3::MaskMode;
+using gk::gemma3::TileCoord;
+
+constexpr int kBlock = 128;
+
+struct Grid {
+  int batch, seq_len, q_heads, group;
+  bool pack_tails;
+};
+
+std::string name(const Grid& g) {
+  return "B" + std::to_string(g.batch) + " S" + std::to_string(g.seq_len) + " H" + std::to_string(g.q_heads) + "/" +
+         std::to_string(g.q_heads / g.group) + (g.pack_tails ? " packed" : " separate");
+}
+
+// The decoded grid's parameters as the launch would set them.
+AttentionParams params(const Grid& g) {
+  AttentionParams p{};
+  p.batch = g.batch;
+  p.seq_len = g.seq_len;
+  p.num_q_heads = g.q_heads;
+  p.group_size = g.group;
+  p.num_m_blocks = (g.seq_len + kBlock - 1) / kBlock;
+  p.tail_rows = g.pack_tails ? gk::gemma3::packed_tail_rows(g.seq_len, g.group, kBlock) : 0;
+  p.tail_inv = gk::gemma3::tail_reciprocal(p.tail_rows);
+  const int heads = g.batch * g.q_heads;
+  p.num_tiles = p.tail_rows > 0 ? (p.num_m_blocks - 1) * heads + heads / g.group : p.num_m_blocks * heads;
+  return p;
+}
+
+template <MaskMode kMask>
+void check_grid(const Grid& g) {
+  constexpr bool kCausal = kMask == MaskMode::kCausal;
+  const AttentionParams p = params(g);
+  const int key_tiles = (g.seq_len + kBlock - 1) / kBlock;
+  // (batch, head, position) -> visits per key tile.
+  std::map<std::tuple<int, int, int>, std::vector<int>> visits;
+  for (int w = 0; w < p.num_tiles; ++w) {
+    const TileCoord t = gk::gemma3::tile_coord<kMask, kBlock, kBlock>(p, w);
+    ASSERT_GE(t.n_blocks, 1) << name(g) << " tile " << w;
+    std::vector<int> keys;
+    for (int i = 0; i < t.n_blocks; ++i) {
+      const int n0 = gk::gemma3::key_tile<kMask, kBlock>(t, i, 0).n0;
+      ASSERT_EQ(n0 % kBlock, 0);
+      keys.push_back(n0 / kBlock);
+    }
+    const int diag = t.m0 / kBlock;
+    // The diagonal first: the peeled step is the one that masks.
+    if (kCausal) EXPECT_EQ(keys.front(), diag) << name(g) << " tile " << w;
+    const int rows = t.tail_rows > 0 ? t.tail_rows * g.group : kBlock;
+    for (int r = 0; r < rows; ++r) {
+      int head = 0, pos = 0;
+      gk::gemma3::row_of(t, r, &head, &pos);
+      if (pos >= g.seq_len) continue;  // padding rows are never stored
+      ASSERT_LT(head, g.q_heads);
+      auto& v = visits[{t.b, head, pos}];
+      v.resize(key_tiles, 0);
+      for (int k : keys) {
+        ASSERT_LT(k, key_tiles) << name(g);
+        ++v[k];
+      }
+    }
+  }
+  ASSERT_EQ(visits.size(), size_t(g.batch) * g.q_heads * g.seq_len) << name(g) << ": rows missing";
+  for (const auto& [key, v] : visits) {
+    const int pos = std::get<2>(key);
+    for (int k = 0; k < key_tiles; ++k) {
+      const int want = (!kCausal || k <= pos / kBlock) ? 1 : 0;
+      ASSERT_EQ(v[k], want) << name(g) << ": batch " << std::get<0>(key) << " head " << std::get<1>(key) << " pos "
+                            << pos << " key tile " << k;
+    }
+  }
+}
+
+std::vector<Grid> grids() {
+  std::vector<Grid> out;
+  for (int b : {1, 2, 3}) {
+    for (int s : {1, 37, 128, 129, 293, 384, 512, 613, 700}) {
+      for (int group : {1, 3}) {
+        for (bool pack : {true, false}) out.push_back({b, s, 24, group, pack});
+      }
+    }
+  }
+  return out;
+}
+
+TEST(AttentionSchedule, CausalEveryRowMeetsItsKeyTilesOnce) {
+  for (const Grid& g : grids()) check_grid<MaskMode::kCausal>(g);
+}
+
+TEST(AttentionSchedule, NoMaskEveryRowMeetsEveryKeyTileOnce) {
+  for (const Grid& g : grids()) check_grid<MaskMode::kNone>(g);
+}
+
+}  // namespace
