@@ -358,7 +358,7 @@ __global__ void __launch_bounds__(Sm90Traits::kThreads, 1)
       const bool edge =
           (n0 + Tr::kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + Tr::kBlockN - 1 > wg_pos0);
       if constexpr (kMask == MaskMode::kAdditive) {
-        if (kFixedRef && tc.bounded) {
+        if (fixed_tile) {
           // A bounded block's tiles are kMaskNone or kMaskBits, and no row is dead everywhere: dead scores -inf.
           if (kt.mask == kMaskNone) {
             fixed_probabilities(acc_s, n0, edge);

@@ -270,9 +270,9 @@ __global__ void __launch_bounds__(128) list_kernel(const ListParams p) {
         apply |= a << (2 * h);
       }
       keep = nb < p.n_blocks && (keep || dead_row);
+      if constexpr (kMarkBounded) {
 #pragma unroll
-      for (int h = 0; h < kSubM; ++h) {
-        if constexpr (kMarkBounded) values |= keep && ((apply >> (2 * h)) & 3u) == kMaskValues;
+        for (int h = 0; h < kSubM; ++h) values |= keep && ((apply >> (2 * h)) & 3u) == kMaskValues;
       }
       const unsigned ballot = __ballot_sync(0xffffffffu, keep);
       if (keep) entries[count + __popc(ballot & ((1u << lane) - 1u))] = (uint32_t(nb) << 4) | apply;
