@@ -69,14 +69,6 @@ int forced_softmax() {
   return c;
 }
 
-// Work tiles of `block_m` query rows: one per (query block, batch, query head), except that packed GQA tails
-// (p.tail_rows > 0) take one tile per (batch, kv head) for the last query block.
-int64_t tile_count(const AttentionParams& p, int block_m) {
-  const int64_t heads = int64_t(p.batch) * p.num_q_heads;
-  const int64_t n = int64_t((p.seq_len + block_m - 1) / block_m) * heads;
-  return p.tail_rows > 0 ? n - heads + heads / p.group_size : n;
-}
-
 // The launch steps both kernels share: the tile count and a grid of one CTA per tile (the Hopper kernel's launch
 // then caps it at one CTA per SM). The shared-memory opt-in comes with the launch (detail::launch_z_clusters).
 Status prepare_grid(int block_m, AttentionParams* p, unsigned* blocks) {

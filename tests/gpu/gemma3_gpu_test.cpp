@@ -168,23 +168,24 @@ std::vector<Variant> variants() {
   Gemma3Recipe rising = negative_far, rising_mild = negative_mild;
   rising.anti_aligned_ramp = rising_mild.anti_aligned_ramp = true;
   const auto no_softcap = [](gk_gemma3_attention_config& c) { c.softcap = 0.f; };
+  const auto cap56_5 = [](gk_gemma3_attention_config& c) { c.softcap = 56.5f; };
   const auto no_mask = [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_NONE; };
   const auto heads8_no_softcap = with(with(base, heads8), no_softcap);
   return {
       {"negative_scores", with(base, heads8), negative_mild},
       {"negative_scores_far", with(base, heads8), negative_far},
       {"negative_scores_far_s1500", with(suite_shape(1, 1500), heads8), negative_far},
-      {"negative_scores_no_mask", with(with(base, heads8), [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_NONE; }), negative_far},
+      {"negative_scores_no_mask", with(with(base, heads8), no_mask), negative_far},
       // The fixed softmax reference at a cap near the end of its range (cap 56.5: the bias is lifted least there;
       // these rows' probabilities ~2^-70), and just past it (cap 57: the running maximum, by the host's choice).
-      {"negative_scores_far_cap56_5", with(with(base, heads8), [](gk_gemma3_attention_config& c) { c.softcap = 56.5f; }), negative_far},
+      {"negative_scores_far_cap56_5", with(with(base, heads8), cap56_5), negative_far},
       {"negative_scores_far_cap57", with(with(base, heads8), [](gk_gemma3_attention_config& c) { c.softcap = 57.f; }), negative_far},
       // The fixed reference's ends: rows whose probabilities sit near 2^-100 (norm weights 3: scores near -cap), at
       // the suite's cap and at 56.5; the saturated softcap at 56.5 (the largest near 2^63); a cap of 30, where the
       // bias is -c and the largest possible probability 1.
       {"negative_scores_lowest", with(base, heads8), negative_lowest, /*official_applies=*/false},
-      {"negative_scores_lowest_cap56_5", with(with(base, heads8), [](gk_gemma3_attention_config& c) { c.softcap = 56.5f; }), negative_lowest, /*official_applies=*/false},
-      {"softcap_saturated_cap56_5", with(base, [](gk_gemma3_attention_config& c) { c.softcap = 56.5f; }), saturate, /*official_applies=*/false},
+      {"negative_scores_lowest_cap56_5", with(with(base, heads8), cap56_5), negative_lowest, /*official_applies=*/false},
+      {"softcap_saturated_cap56_5", with(base, cap56_5), saturate, /*official_applies=*/false},
       {"cap30", with(base, [](gk_gemma3_attention_config& c) { c.softcap = 30.f; }), {}},
       {"softcap_saturated", base, saturate, /*official_applies=*/false},
       {"padding_mask_fully_masked_rows", with(base, additive), padded},
@@ -199,7 +200,7 @@ std::vector<Variant> variants() {
       {"window_mask_dead_rows_s1500", with(suite_shape(2, 1500), additive), dead_rows},
       // Nonzero everywhere below the diagonal: every visited tile reads the mask.
       {"biased_causal_mask", with(base, additive), biased},
-      {"no_mask", with(base, [](gk_gemma3_attention_config& c) { c.mask_mode = GK_MASK_NONE; }), {}},
+      {"no_mask", with(base, no_mask), {}},
       {"softcap_off", with(base, no_softcap), {}},
       {"softcap_off_s2053", with(suite_shape(1, 2053), no_softcap), {}},
       // The official yardstick's bf16 scores step by 0.25 near +-45: too coarse for the norm-weight-1 ramps.
@@ -214,7 +215,7 @@ std::vector<Variant> variants() {
       {"rising_scores_additive", with(with(base, heads8), additive), rising, /*official_applies=*/false},
       {"norm_weights_offset0_scale", with(base, [](gk_gemma3_attention_config& c) { c.norm_weight_offset = 0.f; c.query_scale = 0.0625f; }),
        spread},
-      {"group1", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 8; }), {}},
+      {"group1", with(base, heads8), {}},
       {"group2", with(base, [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 4; }), {}},
       // S % 128 = 62: a packed tail of two 64-row heads fills the whole tile, one head per consumer warpgroup.
       {"group2_tail64_s190", with(suite_shape(2, 190), [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 4; }), {}},

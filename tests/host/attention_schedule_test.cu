@@ -40,8 +40,7 @@ AttentionParams params(const Grid& g) {
   p.num_m_blocks = (g.seq_len + kBlock - 1) / kBlock;
   p.tail_rows = g.pack_tails ? gk::gemma3::packed_tail_rows(g.seq_len, g.group, kBlock) : 0;
   p.tail_inv = gk::gemma3::tail_reciprocal(p.tail_rows);
-  const int heads = g.batch * g.q_heads;
-  p.num_tiles = p.tail_rows > 0 ? (p.num_m_blocks - 1) * heads + heads / g.group : p.num_m_blocks * heads;
+  p.num_tiles = static_cast<int>(gk::gemma3::tile_count(p, kBlock));
   return p;
 }
 
