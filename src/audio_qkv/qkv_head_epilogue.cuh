@@ -19,7 +19,7 @@ struct HeadQkvEpilogue {
   };
 
   static __device__ __forceinline__ void store(float (&acc)[32][4], const Params& p, const head_gemm::Tile& t, int m,
-                                               int cw, int warp, int lane) {
+                                               int cw, int warp, int lane, uint32_t /*out_stage: none in tf32*/) {
     const int g = lane >> 2, t4 = lane & 3;
     const int row0 = t.m0 + cw * 64 + warp * 16 + g;
     const float* nw = t.seg == 0 ? p.norm[0] : (t.seg == 1 ? p.norm[1] : p.norm[2]);

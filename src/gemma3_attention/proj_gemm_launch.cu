@@ -119,12 +119,13 @@ head_gemm::Operands head_operands(const ProjGemmOperands& o) {
 
 bool aligned4(const void* p) { return reinterpret_cast<uintptr_t>(p) % 4 == 0; }
 
-// The persistent kernel's epilogue stores two bf16 at a time and reads norm weights and cos/sin in pairs.
+// The persistent kernel's epilogue stores by TMA (16-byte aligned outputs and row pitch) and reads norm weights and
+// cos/sin in pairs.
 bool persistent_supported(const ProjGemmOperands& o) {
-  if (!head_gemm::supported<HeadCfg>(head_operands(o)) || o.out_row_stride % 2 != 0) return false;
+  if (!head_gemm::supported<HeadCfg>(head_operands(o)) || o.out_row_stride % 8 != 0) return false;
   bool normed = false;
   for (int s = 0; s < o.segments; ++s) {
-    if (o.out[s] == nullptr || !aligned4(o.out[s])) return false;
+    if (o.out[s] == nullptr || !aligned16(o.out[s])) return false;
     if (o.norm_weight[s] != nullptr && !aligned4(o.norm_weight[s])) return false;
     normed = normed || o.norm_weight[s] != nullptr;
   }
@@ -133,11 +134,15 @@ bool persistent_supported(const ProjGemmOperands& o) {
 
 Status launch_persistent(const ProjGemmOperands& o, cudaStream_t stream) {
   HeadProjEpilogue::Params ep{};
-  for (int s = 0; s < o.segments; ++s) {
-    ep.out[s] = o.out[s];
-    ep.norm_weight[s] = o.norm_weight[s];
+  for (int s = 0; s < head_gemm::Grid::kMaxSegments; ++s) {
+    const int src = s < o.segments ? s : 0;  // unused slots repeat segment 0's map: never used
+    const uint64_t dims[2] = {uint64_t(o.heads[src]) * 128, uint64_t(o.m)};
+    const uint64_t strides[1] = {uint64_t(o.out_row_stride) * 2};
+    const uint32_t box[2] = {64, 64};
+    GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &ep.out_map[s], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, o.out[src],
+                                                dims, strides, box));
+    ep.norm_weight[s] = s < o.segments ? o.norm_weight[s] : nullptr;
   }
-  ep.out_row_stride = o.out_row_stride;
   ep.cos = o.cos;
   ep.sin = o.sin;
   ep.eps = o.eps;

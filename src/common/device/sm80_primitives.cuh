@@ -202,4 +202,14 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 
+__device__ __forceinline__ uint32_t bf16x2_bits(__nv_bfloat162 v) { return *reinterpret_cast<uint32_t*>(&v); }
+__device__ __forceinline__ __nv_bfloat162 bf16x2(uint32_t bits) { return *reinterpret_cast<__nv_bfloat162*>(&bits); }
+
+// RoPE of a pair of bf16 dims: y * cos + partner * sin, `sin` carrying rotate_half's sign (negated for the dims
+// below D / 2). Bit-identical to rounding each fp32 product and their sum to bf16 (why: norm_rope.cu's finish);
+// the _rn forms are never contracted into an fma, which would skip a rounding.
+__device__ __forceinline__ uint32_t rope_bf16x2(uint32_t y, uint32_t partner, uint32_t cos, uint32_t sin) {
+  return bf16x2_bits(__hadd2_rn(__hmul2_rn(bf16x2(y), bf16x2(cos)), __hmul2_rn(bf16x2(partner), bf16x2(sin))));
+}
+
 }  // namespace gk::device

@@ -61,6 +61,12 @@ __device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, uint32_t sr
                "r"(src), "r"(c0), "r"(c1), "r"(c2)
                : "memory");
 }
+// 2-D tiled store of the shared-memory box at `src` to (c0, c1); as tma_store_3d.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, uint32_t src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(map), "r"(src),
+               "r"(c0), "r"(c1)
+               : "memory");
+}
 // 1-D bulk copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) from global into this CTA's shared
 // memory; completes the bytes on the barrier.
 __device__ __forceinline__ void bulk_load_1d(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {

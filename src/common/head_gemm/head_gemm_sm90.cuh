@@ -4,13 +4,16 @@
 // wave of the split kernel (v's inputs rounded to nearest: A in registers on the way from shared memory, the
 // weights from a rounded copy; q's and k's read truncated; per-head RMSNorm in the epilogue); the Gemma3 layer's
 // q|k|v step can (bf16, norm and RoPE in the epilogue), but cuBLASLt and the norm pass still beat it there
-// (docs/perf-log.md, v7).
+// (docs/perf-log.md, v7; v22: with the staged stores the plain O shape matches CUTLASS's 128 x 256 cooperative
+// kernel under ncu, and in the layer nvjet still runs 8-15% faster).
 //
 //  - The grid is persistent: clusters of two CTAs walk units of (two row tiles, one head pair); the ring's phases
 //    run on across units, so the producer loads the next unit while the consumers run the epilogue.
 //  - The two CTAs of a cluster share the weight tile: each loads one head's rows and multicasts them to both
 //    (a third less L2 traffic per CTA; measured neutral against separate loads, kept for the L2 headroom).
-//  - The epilogue works on the accumulators in registers and stores straight to global memory.
+//  - The epilogue works on the accumulators in registers. bf16: each consumer warpgroup stages its rows of one head
+//    at a time in shared memory (out_stage) and one thread issues TMA stores, so the warpgroup returns to the
+//    mainloop while the stores drain; tf32 (audio) stores straight to global memory.
 //
 // Roles: warpgroup 0 is the producer (one thread issues the TMA loads; in tf32 its other three warps may round one
 // segment's weights for the kernel itself: weight_prep.cuh); warpgroups 1 and 2 consume 64 rows each
@@ -70,6 +73,10 @@ struct Config {
   static constexpr uint32_t kHeadBytesB = kHeadDim * 128;  // 16 KB: one head's weight rows
   static constexpr uint32_t kStageBytes = kTileBytesA + 2 * kHeadBytesB;
   static constexpr int kStages = 4;
+  // bf16: per consumer warpgroup, one head of its 64 rows in bf16 (two TMA boxes of 64 x 64) for the epilogue's
+  // staged stores. Straight from the accumulator layout each quad wrote 16 bytes of a row per store, and the
+  // epilogue took ~15% of the consumers' time at M = 8192 (ncu, docs/perf-log.md v22). tf32 has no room left.
+  static constexpr uint32_t kOutStageBytes = kTf32 ? 0 : 64 * kHeadDim * 2;
   static constexpr int kClusterSize = 2;
   static constexpr int kConsumerWarps = 8;
   static constexpr int kThreads = 384;
@@ -78,7 +85,8 @@ struct Config {
   // the preparation's chunk buffers (weight_prep.cuh).
   static constexpr size_t kBarrierBytes = kTf32 ? 1024 : 8 * 2 * kStages;
   static constexpr size_t kSmemBytes =
-      1024 + size_t(kStages) * kStageBytes + kBarrierBytes + (kTf32 ? PrepSmem::kBytes : 0);
+      1024 + size_t(kStages) * kStageBytes + 2 * size_t(kOutStageBytes) + kBarrierBytes +
+      (kTf32 ? PrepSmem::kBytes : 0);
   // Within the 227 KB a CTA may have, with room for stream_k_meet's static word (ptxas: 16 bytes).
   static_assert(kSmemBytes + 64 <= 227 * 1024, "shared memory per CTA");
   // setmaxnreg moves registers within what the CTA was launched with (168 per thread under
@@ -122,8 +130,11 @@ template <class Cfg>
 struct Ring {
   uint32_t base, bar;
   __device__ explicit Ring(const unsigned char* smem_raw)
-      : base(device::smem_base_1024(smem_raw)), bar(base + Cfg::kStages * Cfg::kStageBytes) {}
+      : base(device::smem_base_1024(smem_raw)),
+        bar(base + Cfg::kStages * Cfg::kStageBytes + 2 * Cfg::kOutStageBytes) {}
   __device__ uint32_t a(int s) const { return base + s * Cfg::kStageBytes; }
+  // Consumer warpgroup cw's output staging (1024-byte aligned, as the TMA's 128-byte swizzle needs).
+  __device__ uint32_t out(int cw) const { return base + Cfg::kStages * Cfg::kStageBytes + cw * Cfg::kOutStageBytes; }
   __device__ uint32_t b(int s) const { return base + s * Cfg::kStageBytes + Cfg::kTileBytesA; }
   __device__ uint32_t full(int s) const { return bar + 8u * s; }
   __device__ uint32_t empty(int s) const { return bar + 8u * (Cfg::kStages + s); }
@@ -246,13 +257,17 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
 }
 
 // Epilogue: struct with `Params` and
-//   static void store(float (&acc)[32][4], const Params&, const Tile&, int m, int cw, int warp, int lane)
-// called by every consumer thread once its accumulators are final (cw: consumer warpgroup 0/1, warp: 0..3 in it).
+//   static void store(float (&acc)[32][4], const Params&, const Tile&, int m, int cw, int warp, int lane,
+//                     uint32_t out_stage)
+// called by every consumer thread once its accumulators are final (cw: consumer warpgroup 0/1, warp: 0..3 in it;
+// out_stage: the warpgroup's Config::kOutStageBytes of staging). The kernel waits for the bulk stores an epilogue's
+// threads committed before it exits. Params is a __grid_constant__ kernel parameter: an epilogue may keep TMA
+// descriptors in it.
 template <class Cfg, class Epilogue>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     head_gemm_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap w0_map,
                      const __grid_constant__ CUtensorMap w1_map, const __grid_constant__ CUtensorMap w2_map,
-                     const Grid g, const typename Epilogue::Params ep) {
+                     const Grid g, const __grid_constant__ typename Epilogue::Params ep) {
   extern __shared__ unsigned char smem_raw[];
   const Ring<Cfg> ring(smem_raw);
   const int rank = static_cast<int>(blockIdx.z);  // the cluster spans z: (1, 1, 2)
@@ -296,8 +311,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         // Barrier 1: the consumers' own (epilogues may use it too, never across this call).
         if (!stream_k_meet<1>(acc, g.sk, wk, blockIdx.x, rank, threadIdx.x - 128)) continue;
       }
-      Epilogue::store(acc, ep, t, g.m, cw, warp % 4, lane);
+      Epilogue::store(acc, ep, t, g.m, cw, warp % 4, lane, ring.out(cw));
     }
+    device::bulk_wait_all();  // stores still reading this CTA's staging (none where the epilogue issued none)
   }
   device::cluster_sync();  // no CTA leaves while its peer may still multicast into it or arrive on its barriers
 }
