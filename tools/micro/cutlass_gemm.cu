@@ -28,6 +28,7 @@
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/util/packed_stride.hpp"
+#include "check_lt.hpp"
 #include "median.hpp"
 
 // A named namespace: nvcc's host stubs for kernels templated on types from an anonymous namespace do not compile.
@@ -87,15 +88,6 @@ using G128x256c1x2 = CutlassGemm<Shape<_128, _256, _64>, Shape<_1, _2, _1>, Coop
 using G256x128c1x2 = CutlassGemm<Shape<_256, _128, _64>, Shape<_1, _2, _1>, Coop, CoopEpi>;
 using G128x128p1x2 = CutlassGemm<Shape<_128, _128, _64>, Shape<_1, _2, _1>, Ping, PingEpi>;
 using G64x256p1x1 = CutlassGemm<Shape<_64, _256, _64>, Shape<_1, _1, _1>, Ping, PingEpi>;
-
-#define CHECK_LT(x)                                                                 \
-  do {                                                                              \
-    const cublasStatus_t s_ = (x);                                                  \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                              \
-      std::printf("%s failed: %d (line %d)\n", #x, static_cast<int>(s_), __LINE__); \
-      return 1;                                                                     \
-    }                                                                               \
-  } while (0)
 
 // Max |x - y| over bf16 outputs, to confirm each form computes the same product as cuBLASLt.
 float max_abs_diff(const void* x, const void* y, size_t n) {
@@ -173,10 +165,7 @@ int main(int argc, char** argv) {
     for (const int m : ms) {
       const int k = kHidden;
       cublasLtMatmulDesc_t op;
-      CHECK_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-      const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-      CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-      CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+      CHECK_LT(row_major_matmul_desc(&op));
       cublasLtMatrixLayout_t la, lb, lc;
       CHECK_LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, k, n, k));
       CHECK_LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, k, m, k));

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "check_lt.hpp"
 #include "median.hpp"
 
 namespace {
@@ -23,15 +24,6 @@ struct Shape {
   const char* name;
   int64_t m, n, k, ldc, batch, batch_stride_c;
 };
-
-#define CHECK_LT(x)                                                              \
-  do {                                                                           \
-    const cublasStatus_t s_ = (x);                                               \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                           \
-      std::printf("%s failed: %d (line %d)\n", #x, static_cast<int>(s_), __LINE__); \
-      return 1;                                                                  \
-    }                                                                            \
-  } while (0)
 
 }  // namespace
 
@@ -64,10 +56,7 @@ int main() {
   double sum_first = 0, sum_best = 0;
   for (const Shape& s : shapes) {
     cublasLtMatmulDesc_t op;
-    CHECK_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-    CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    CHECK_LT(row_major_matmul_desc(&op));
     cublasLtMatrixLayout_t la, lb, lc;
     CHECK_LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, s.k, s.n, s.k));
     CHECK_LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, s.k, s.m, s.k));
