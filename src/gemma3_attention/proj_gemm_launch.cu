@@ -123,6 +123,7 @@ bool aligned4(const void* p) { return reinterpret_cast<uintptr_t>(p) % 4 == 0; }
 // cos/sin in pairs.
 bool persistent_supported(const ProjGemmOperands& o) {
   if (!head_gemm::supported<HeadCfg>(head_operands(o)) || o.out_row_stride % 8 != 0) return false;
+  if (o.out_row_stride < 1 || o.out_row_stride > INT32_MAX) return false;  // TMA's pitch bound with room to spare
   bool normed = false;
   for (int s = 0; s < o.segments; ++s) {
     if (o.out[s] == nullptr || !aligned16(o.out[s])) return false;

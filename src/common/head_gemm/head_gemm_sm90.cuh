@@ -77,6 +77,7 @@ struct Config {
   // staged stores. Straight from the accumulator layout each quad wrote 16 bytes of a row per store, and the
   // epilogue took ~15% of the consumers' time at M = 8192 (ncu, docs/perf-log.md v22). tf32 has no room left.
   static constexpr uint32_t kOutStageBytes = kTf32 ? 0 : 64 * kHeadDim * 2;
+  static_assert(kStageBytes % 1024 == 0 && kOutStageBytes % 1024 == 0, "staging on the 128-byte swizzle's 1 KB atoms");
   static constexpr int kClusterSize = 2;
   static constexpr int kConsumerWarps = 8;
   static constexpr int kThreads = 384;
@@ -133,7 +134,8 @@ struct Ring {
       : base(device::smem_base_1024(smem_raw)),
         bar(base + Cfg::kStages * Cfg::kStageBytes + 2 * Cfg::kOutStageBytes) {}
   __device__ uint32_t a(int s) const { return base + s * Cfg::kStageBytes; }
-  // Consumer warpgroup cw's output staging (1024-byte aligned, as the TMA's 128-byte swizzle needs).
+  // Consumer warpgroup cw's output staging (1024-byte aligned, as the TMA's 128-byte swizzle needs; bf16 only: in
+  // tf32 there is none and this is the barriers' address).
   __device__ uint32_t out(int cw) const { return base + Cfg::kStages * Cfg::kStageBytes + cw * Cfg::kOutStageBytes; }
   __device__ uint32_t b(int s) const { return base + s * Cfg::kStageBytes + Cfg::kTileBytesA; }
   __device__ uint32_t full(int s) const { return bar + 8u * s; }
