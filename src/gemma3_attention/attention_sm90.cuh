@@ -60,13 +60,6 @@ struct Sm90Columns {
   bool o_tma;  // the output's heads are contiguous 128-element rows: whole tiles leave by TMA stores (out_map)
 };
 
-constexpr uint32_t kOutBoxBytes = 64 * 128;  // one staged box: 64 rows x 64 bf16 columns
-
-// Byte address of 16-byte chunk c (0..15) of staged row r: box c / 8, 128 bytes a row, chunk (c % 8) ^ (r % 8).
-__device__ __forceinline__ uint32_t staged_chunk(uint32_t stage, int r, int c) {
-  return stage + (c / 8) * kOutBoxBytes + r * 128 + (((c % 8) ^ (r & 7)) << 4);
-}
-
 // A consumer warpgroup's 64 output rows, normalized and rounded to bf16, go through shared memory: written
 // straight from the accumulator layout, each quad covered only 16 bytes of a row per store and half of every
 // 32-byte sector went unused (ncu: 50% excess sectors). The staging buffer holds two boxes of 64 rows x 64
@@ -92,7 +85,7 @@ __device__ __forceinline__ void store_output_staged(const float (&acc_o)[kDTiles
     const int r = warp * 16 + g + 8 * hh;
 #pragma unroll
     for (int dt = 0; dt < kDTiles; ++dt) {
-      device::st_shared_b32(staged_chunk(stage, r, dt) + q * 4,
+      device::st_shared_b32(device::staged_chunk(stage, r, dt) + q * 4,
                             device::pack_bf16x2(acc_o[dt][2 * hh] * inv_l[hh], acc_o[dt][2 * hh + 1] * inv_l[hh]));
     }
   }
@@ -103,7 +96,7 @@ __device__ __forceinline__ void store_output_staged(const float (&acc_o)[kDTiles
       // Rows past the sequence end fall outside the tensor map and are not written.
       const int col = tc.h * 128, row = tc.m0 + half * 64;
       device::tma_store_3d(out_map, stage, col, row, tc.b);
-      device::tma_store_3d(out_map, stage + kOutBoxBytes, col + 64, row, tc.b);
+      device::tma_store_3d(out_map, stage + device::kStagedBoxBytes, col + 64, row, tc.b);
       device::bulk_commit_group();
     }
     return;
@@ -115,7 +108,7 @@ __device__ __forceinline__ void store_output_staged(const float (&acc_o)[kDTiles
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const int id = i * 128 + t, r = id / 16, c = id % 16;
-    const uint4 v = device::ld_shared_v4(staged_chunk(stage, r, c));
+    const uint4 v = device::ld_shared_v4(device::staged_chunk(stage, r, c));
     int head, pos;
     row_of(tc, half * 64 + r, &head, &pos);
     if (pos < p.seq_len && half * 64 + r < rows) {

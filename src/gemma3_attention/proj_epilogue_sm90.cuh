@@ -29,7 +29,6 @@ struct HeadProjEpilogue {
   };
   // Named barriers of one consumer warpgroup (3 + cw): 1 is the consumers' stream-K meeting, 2 the tf32 preparation.
   static constexpr int kBarrier = 3;
-  static constexpr uint32_t kBoxBytes = 64 * 128;  // 64 rows x 64 bf16 columns
 
   static __device__ __forceinline__ float2 unpack(uint32_t v) {
     return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
@@ -51,15 +50,14 @@ struct HeadProjEpilogue {
       const int r = r_lo + 8 * hr;
 #pragma unroll
       for (int jl = 0; jl < 16; ++jl) {
-        device::st_shared_b32(stage + (jl / 8) * kBoxBytes + r * 128 + (((jl % 8) ^ (r & 7)) << 4) + t4 * 4,
-                              pair(jl, hr));
+        device::st_shared_b32(device::staged_chunk(stage, r, jl) + t4 * 4, pair(jl, hr));
       }
     }
     device::fence_proxy_async_shared();  // these writes, before the TMA unit reads them
     device::named_barrier_sync(kBarrier + cw, 128);
     if (issuer) {
       device::tma_store_2d(map, stage, col, row);
-      device::tma_store_2d(map, stage + kBoxBytes, col + 64, row);
+      device::tma_store_2d(map, stage + device::kStagedBoxBytes, col + 64, row);
       device::bulk_commit_group();
     }
   }

@@ -126,7 +126,7 @@ bool persistent_supported(const ProjGemmOperands& o) {
   if (o.out_row_stride < 1 || o.out_row_stride > INT32_MAX) return false;  // TMA's pitch bound with room to spare
   bool normed = false;
   for (int s = 0; s < o.segments; ++s) {
-    if (o.out[s] == nullptr || !aligned16(o.out[s])) return false;
+    if (!head_gemm::aligned16(o.out[s])) return false;  // present and 16-byte aligned
     if (o.norm_weight[s] != nullptr && !aligned4(o.norm_weight[s])) return false;
     normed = normed || o.norm_weight[s] != nullptr;
   }

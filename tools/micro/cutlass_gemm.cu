@@ -89,6 +89,35 @@ using G256x128c1x2 = CutlassGemm<Shape<_256, _128, _64>, Shape<_1, _2, _1>, Coop
 using G128x128p1x2 = CutlassGemm<Shape<_128, _128, _64>, Shape<_1, _2, _1>, Ping, PingEpi>;
 using G64x256p1x1 = CutlassGemm<Shape<_64, _256, _64>, Shape<_1, _1, _1>, Ping, PingEpi>;
 
+// The CUTLASS forms by index (0 .. kForms - 1).
+constexpr int kForms = 5;
+const char* const kFormNames[kForms] = {"128x256 c2x1 coop", "128x256 c1x2 coop", "256x128 c1x2 coop",
+                                        "128x128 c1x2 ping", "64x256 c1x1 ping"};
+struct Forms {
+  G128x256c2x1 g0;
+  G128x256c1x2 g1;
+  G256x128c1x2 g2;
+  G128x128p1x2 g3;
+  G64x256p1x1 g4;
+  template <class F>
+  bool with(int f, F&& fn) {
+    switch (f) {
+      case 0: return fn(g0);
+      case 1: return fn(g1);
+      case 2: return fn(g2);
+      case 3: return fn(g3);
+      case 4: return fn(g4);
+      default: return false;
+    }
+  }
+  bool init(int f, int m, int n, int k, const void* a, const void* w, void* d, void* ws, size_t ws_bytes) {
+    return with(f, [&](auto& g) { return g.init(m, n, k, a, w, d, ws, ws_bytes); });
+  }
+  bool run(int f) {
+    return with(f, [](auto& g) { return g.run(); });
+  }
+};
+
 // Max |x - y| over bf16 outputs, to confirm each form computes the same product as cuBLASLt.
 float max_abs_diff(const void* x, const void* y, size_t n) {
   std::vector<__nv_bfloat16> hx(n), hy(n);
@@ -138,27 +167,14 @@ int main(int argc, char** argv) {
   cudaEvent_t t0, t1;
   cudaEventCreate(&t0);
   cudaEventCreate(&t1);
-  G128x256c2x1 g0;
-  G128x256c1x2 g1;
-  G256x128c1x2 g2;
-  G128x128p1x2 g3;
-  G64x256p1x1 g4;
-  const char* names[] = {"128x256 c2x1 coop", "128x256 c1x2 coop", "256x128 c1x2 coop", "128x128 c1x2 ping",
-                         "64x256 c1x1 ping"};
-  constexpr int kForms = 5;
+  Forms forms;
   std::vector<double> sums(kForms + 1, 0.0);
   if (one) {
     const int m = std::atoi(argv[1]), n = std::atoi(argv[2]), f = std::atoi(argv[3]);
-    bool ok = false;
-    std::function<bool()> r;
-    if (f == 0) ok = g0.init(m, n, kHidden, a, w, c, ws, 32u << 20), r = [&] { return g0.run(); };
-    if (f == 1) ok = g1.init(m, n, kHidden, a, w, c, ws, 32u << 20), r = [&] { return g1.run(); };
-    if (f == 2) ok = g2.init(m, n, kHidden, a, w, c, ws, 32u << 20), r = [&] { return g2.run(); };
-    if (f == 3) ok = g3.init(m, n, kHidden, a, w, c, ws, 32u << 20), r = [&] { return g3.run(); };
-    if (f == 4) ok = g4.init(m, n, kHidden, a, w, c, ws, 32u << 20), r = [&] { return g4.run(); };
-    for (int i = 0; ok && i < 5; ++i) ok = r();
+    bool ok = forms.init(f, m, n, kHidden, a, w, c, ws, 32u << 20);
+    for (int i = 0; ok && i < 5; ++i) ok = forms.run(f);
     cudaDeviceSynchronize();
-    std::printf("%s M %d N %d: %s\n", f >= 0 && f < kForms ? names[f] : "?", m, n, ok ? "ran" : "failed");
+    std::printf("%s M %d N %d: %s\n", f >= 0 && f < kForms ? kFormNames[f] : "?", m, n, ok ? "ran" : "failed");
     return ok ? 0 : 1;
   }
   for (const int n : {kQkv, kHidden}) {
@@ -185,16 +201,10 @@ int main(int argc, char** argv) {
                               static_cast<char*>(ws) + (32u << 20), 32u << 20, nullptr) == CUBLAS_STATUS_SUCCESS;
       });
       bool ok[kForms];
-      ok[0] = g0.init(m, n, k, a, w, c, ws, 32u << 20);
-      ok[1] = g1.init(m, n, k, a, w, c, ws, 32u << 20);
-      ok[2] = g2.init(m, n, k, a, w, c, ws, 32u << 20);
-      ok[3] = g3.init(m, n, k, a, w, c, ws, 32u << 20);
-      ok[4] = g4.init(m, n, k, a, w, c, ws, 32u << 20);
-      runs.push_back([&] { return g0.run(); });
-      runs.push_back([&] { return g1.run(); });
-      runs.push_back([&] { return g2.run(); });
-      runs.push_back([&] { return g3.run(); });
-      runs.push_back([&] { return g4.run(); });
+      for (int f = 0; f < kForms; ++f) {
+        ok[f] = forms.init(f, m, n, k, a, w, c, ws, 32u << 20);
+        runs.push_back([&forms, f] { return forms.run(f); });
+      }
       // Correctness of each form against cuBLASLt first (same inputs, fp32 accumulation: small differences only).
       runs[0]();
       float diff[kForms];
@@ -225,13 +235,13 @@ int main(int argc, char** argv) {
       std::printf("N %5d M %5d: cuBLASLt %8.1f us |", n, m, base);
       for (int f = 0; f < kForms; ++f) {
         if (!ok[f]) {
-          std::printf(" %s: n/a |", names[f]);
+          std::printf(" %s: n/a |", kFormNames[f]);
           sums[f + 1] += base * 10;
           continue;
         }
         const float t = median(us[f + 1]);
         sums[f + 1] += t;
-        std::printf(" %s %8.1f (%+.1f%%, diff %.3g) |", names[f], t, 100.0 * (t - base) / base, diff[f]);
+        std::printf(" %s %8.1f (%+.1f%%, diff %.3g) |", kFormNames[f], t, 100.0 * (t - base) / base, diff[f]);
       }
       std::printf("\n");
       cublasLtMatmulPreferenceDestroy(pref);
@@ -242,7 +252,7 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("sums: cuBLASLt %.1f", sums[0]);
-  for (int f = 0; f < kForms; ++f) std::printf(" | %s %.1f", names[f], sums[f + 1]);
+  for (int f = 0; f < kForms; ++f) std::printf(" | %s %.1f", kFormNames[f], sums[f + 1]);
   std::printf("\n");
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) std::printf("CUDA error: %s\n", cudaGetErrorString(err));

@@ -61,6 +61,13 @@ __device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, uint32_t sr
                "r"(src), "r"(c0), "r"(c1), "r"(c2)
                : "memory");
 }
+// Staged output rows for TMA stores: two boxes of 64 rows x 64 bf16 columns (128 bytes a row), 1024-byte aligned, in
+// the TMA's 128-byte swizzle. Byte address of 16-byte chunk c (0..15) of row r: box c / 8, chunk (c % 8) ^ (r % 8).
+inline constexpr uint32_t kStagedBoxBytes = 64 * 128;
+__device__ __forceinline__ uint32_t staged_chunk(uint32_t stage, int r, int c) {
+  return stage + (c / 8) * kStagedBoxBytes + r * 128 + (((c % 8) ^ (r & 7)) << 4);
+}
+
 // 2-D tiled store of the shared-memory box at `src` to (c0, c1); as tma_store_3d.
 __device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, uint32_t src, int c0, int c1) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(map), "r"(src),
