@@ -67,7 +67,6 @@ struct HeadProjEpilogue {
   // instead of 1, no warning; docs/perf-log.md v22).
   static __device__ __forceinline__ void store(float (&acc)[32][4], const Params& p, const head_gemm::Tile& t, int m,
                                                int cw, int warp, int lane, uint32_t stage) {
-    using device::round_bf16;
     const int g = lane >> 2, t4 = lane & 3;
     const int r_lo = warp * 16 + g;  // the thread's first row of the warpgroup's 64; the second is r_lo + 8
     const int row0 = t.m0 + cw * 64 + r_lo, row_out = t.m0 + cw * 64;
@@ -83,10 +82,32 @@ struct HeadProjEpilogue {
       }
       return;
     }
+    // The RoPE tables of the thread's two rows, loaded once for both heads: loaded per head after the staging barrier
+    // (the second head's from L1 at best), 64 four-byte loads a thread and head, they drew ~2/3 of this epilogue's
+    // stall samples (LSU throttle, long scoreboard: docs/perf-log.md v23). ptxas places them after the norm, ahead of
+    // the first head's staging; loaded before the unit's mainloop they spilled. Rows past M, which are not stored,
+    // read the last row's.
+    uint32_t cs[2][16], sn[2][16];
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const int64_t at = int64_t(min(row0 + 8 * hr, m - 1)) * 128 + 2 * t4;
+#pragma unroll
+      for (int jl = 0; jl < 16; ++jl) {
+        cs[hr][jl] = *reinterpret_cast<const uint32_t*>(p.cos + at + 8 * jl);
+        sn[hr][jl] = *reinterpret_cast<const uint32_t*>(p.sin + at + 8 * jl);
+      }
+    }
+    // The projection's bf16 values, by packed conversions (one F2FP per pair, unpacked by integer ops): a scalar
+    // round trip (round_bf16) is an F2F per value, which issues at a quarter of the FMA pipe's rate, and the 256
+    // of them per thread and tile were most of this epilogue's issue time (docs/perf-log.md, v23).
 #pragma unroll
     for (int j = 0; j < 32; ++j) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc[j][e] = round_bf16(acc[j][e]);
+      for (int e = 0; e < 4; e += 2) {
+        const float2 r = unpack(device::pack_bf16x2(acc[j][e], acc[j][e + 1]));
+        acc[j][e] = r.x;
+        acc[j][e + 1] = r.y;
+      }
     }
     float inv_rms[2][2];
 #pragma unroll
@@ -96,8 +117,9 @@ struct HeadProjEpilogue {
         inv_rms[hr][h] = rsqrtf(head_gemm::head_sum_squares(acc, hr, h) * (1.f / 128) + p.eps);
       }
     }
-    // The normalized head, rounded, in place; (offset + w) of dims 8 jl + 2t (+1) serves both heads and rows. The
-    // norm and RoPE run as two passes so that only one set of per-dim factors is live at a time.
+    // The normalized head in place, in fp32: its rounding to bf16 is the pack in the staging below (the same bits
+    // as rounding here). (offset + w) of dims 8 jl + 2t (+1) serves both heads and rows. The norm and RoPE run as
+    // two passes so that only one set of per-dim factors is live at a time.
 #pragma unroll
     for (int jl = 0; jl < 16; ++jl) {
       const float2 w = unpack(*reinterpret_cast<const uint32_t*>(nw + 8 * jl + 2 * t4));
@@ -107,8 +129,8 @@ struct HeadProjEpilogue {
 #pragma unroll
         for (int hr = 0; hr < 2; ++hr) {
           float* x = &acc[16 * h + jl][2 * hr];
-          x[0] = round_bf16(x[0] * inv_rms[hr][h] * w0);
-          x[1] = round_bf16(x[1] * inv_rms[hr][h] * w1);
+          x[0] = x[0] * inv_rms[hr][h] * w0;
+          x[1] = x[1] * inv_rms[hr][h] * w1;
         }
       }
     }
@@ -118,16 +140,12 @@ struct HeadProjEpilogue {
       // Dims d = 8 jl + 2t (+1) and their partners d -/+ 64 (n8 tile jl ^ 8), on bf16 pairs as the standalone pass
       // (the same bits as rounding each product and the sum): rotate_half gives dims below 64 -x[d + 64] (the sign
       // on sin), dims above x[d - 64].
-      // cos/sin come per head and row from global memory, the second head's from L1 (held for both rows at once
-      // they spilled). Rows past M, which are not stored, read the last row's.
       stage_head(map, (t.head0 + h) * 128, row_out, stage, cw, r_lo, t4, [&](int jl, int hr) {
-        const int64_t at = int64_t(min(row0 + 8 * hr, m - 1)) * 128 + 8 * jl + 2 * t4;
-        const uint32_t c = *reinterpret_cast<const uint32_t*>(p.cos + at);
-        const uint32_t sn = *reinterpret_cast<const uint32_t*>(p.sin + at);
+        // Each pair is packed once by the compiler, though named twice (as y, and as its partner's partner).
         const float* y = &acc[16 * h + jl][2 * hr];
         const float* partner = &acc[16 * h + (jl ^ 8)][2 * hr];
-        return device::rope_bf16x2(device::pack_bf16x2(y[0], y[1]), device::pack_bf16x2(partner[0], partner[1]), c,
-                                   jl < 8 ? sn ^ 0x80008000u : sn);
+        return device::rope_bf16x2(device::pack_bf16x2(y[0], y[1]), device::pack_bf16x2(partner[0], partner[1]),
+                                   cs[hr][jl], jl < 8 ? sn[hr][jl] ^ 0x80008000u : sn[hr][jl]);
       });
     }
   }

@@ -53,19 +53,11 @@ struct ProjGemmTraits {
 
 namespace proj_detail {
 
-using device::round_bf16;
-
 __device__ __forceinline__ float4 load_bf16x4(const __nv_bfloat16* p) {
   const uint2 raw = *reinterpret_cast<const uint2*>(p);
   const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.x));
   const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.y));
   return make_float4(a.x, a.y, b.x, b.y);
-}
-
-__device__ __forceinline__ uint2 pack_bf16x4(const float (&v)[4]) {
-  const __nv_bfloat162 a = __floats2bfloat162_rn(v[0], v[1]);
-  const __nv_bfloat162 b = __floats2bfloat162_rn(v[2], v[3]);
-  return make_uint2(*reinterpret_cast<const uint32_t*>(&a), *reinterpret_cast<const uint32_t*>(&b));
 }
 
 }  // namespace proj_detail
@@ -220,7 +212,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
   const float w[4] = {p.weight_offset + w4.x, p.weight_offset + w4.y, p.weight_offset + w4.z,
                       p.weight_offset + w4.w};
   // rotate_half: columns below 64 take -x[d + 64], columns above take x[d - 64].
-  const float sign = lane < 16 ? -1.f : 1.f;
+  const uint32_t sin_sign = lane < 16 ? 0x80008000u : 0u;  // flips both bf16 signs
   const int heads_here = min(Tr::kHeads, seg_heads - head0);
 
 #pragma unroll
@@ -261,33 +253,32 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
       const int i = i0 + b;
       if (row_of(i) >= Tr::kBM) continue;  // uniform per warp: the shuffles below stay full-warp
       const int row = m0 + row_of(i);
-      const float2 c01 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&cos_raw[i].x));
-      const float2 c23 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&cos_raw[i].y));
-      const float2 s01 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&sin_raw[i].x));
-      const float2 s23 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&sin_raw[i].y));
-      const float cs[4] = {c01.x, c01.y, c23.x, c23.y}, sn[4] = {s01.x, s01.y, s23.x, s23.y};
 #pragma unroll
       for (int h = 0; h < Tr::kHeads; ++h) {
         if (h >= heads_here) break;  // uniform per CTA
-        // The projection's own bf16 output, as the unfused layer would store it.
-        float x[4] = {round_bf16(sum[b][h].x), round_bf16(sum[b][h].y), round_bf16(sum[b][h].z),
-                      round_bf16(sum[b][h].w)};
+        // The projection's own bf16 output, as the unfused layer would store it. Rounded by packed conversions
+        // (one F2FP per pair), and RoPE on bf16 pairs as in the standalone pass (the same bits as rounding each
+        // fp32 product and the sum): scalar round trips are an F2F per value, a quarter of the FMA pipe's rate
+        // (docs/perf-log.md, v23).
+        uint32_t xp[2] = {device::pack_bf16x2(sum[b][h].x, sum[b][h].y), device::pack_bf16x2(sum[b][h].z, sum[b][h].w)};
         if (norm_w != nullptr) {  // uniform per CTA
+          const float2 x01 = __bfloat1622float2(device::bf16x2(xp[0])), x23 = __bfloat1622float2(device::bf16x2(xp[1]));
+          const float x[4] = {x01.x, x01.y, x23.x, x23.y};
           float ss = x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + x[3] * x[3];
 #pragma unroll
           for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
           const float inv_rms = rsqrtf(ss * (1.f / Tr::kHeadDim) + p.eps);
-          float y[4];
+          const uint32_t yp[2] = {device::pack_bf16x2(x[0] * inv_rms * w[0], x[1] * inv_rms * w[1]),
+                                  device::pack_bf16x2(x[2] * inv_rms * w[2], x[3] * inv_rms * w[3])};
+          const uint32_t cs[2] = {cos_raw[i].x, cos_raw[i].y}, sn[2] = {sin_raw[i].x, sin_raw[i].y};
 #pragma unroll
-          for (int e = 0; e < 4; ++e) y[e] = round_bf16(x[e] * inv_rms * w[e]);
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float partner = __shfl_xor_sync(0xffffffffu, y[e], 16);
-            x[e] = round_bf16(y[e] * cs[e]) + round_bf16(sign * partner * sn[e]);
+          for (int e = 0; e < 2; ++e) {
+            const uint32_t partner = __shfl_xor_sync(0xffffffffu, yp[e], 16);
+            xp[e] = device::rope_bf16x2(yp[e], partner, cs[e], sin_sign ^ sn[e]);
           }
         }
         if (row < p.m) {
-          *reinterpret_cast<uint2*>(out + int64_t(row) * p.out_row_stride + h * Tr::kHeadDim) = pack_bf16x4(x);
+          *reinterpret_cast<uint2*>(out + int64_t(row) * p.out_row_stride + h * Tr::kHeadDim) = make_uint2(xp[0], xp[1]);
         }
       }
     }
