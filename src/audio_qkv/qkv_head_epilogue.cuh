@@ -25,19 +25,23 @@ struct HeadQkvEpilogue {
     const float* nw = t.seg == 0 ? p.norm[0] : (t.seg == 1 ? p.norm[1] : p.norm[2]);
     float* out = (t.seg == 0 ? p.out[0] : (t.seg == 1 ? p.out[1] : p.out[2])) + t.head0 * 128;
     if (nw != nullptr) {  // uniform per CTA
-      // Per head: both rows' scales, then each weight pair loaded once for the two rows (the same columns).
+      // The weight pairs of the thread's columns, loaded once for both heads and rows, ahead of the scales' shuffle
+      // reductions: loaded per head where they were used, their latency was ~1/4 of this epilogue's stall samples
+      // (long scoreboard, ncu at M = 8192: docs/perf-log.md v23).
+      float2 w[16];
+#pragma unroll
+      for (int jl = 0; jl < 16; ++jl) w[jl] = __ldg(reinterpret_cast<const float2*>(nw + 8 * jl + 2 * t4));
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const float inv0 = head_inv_rms_fast(head_gemm::head_sum_squares(acc, 0, h), p.eps);
         const float inv1 = head_inv_rms_fast(head_gemm::head_sum_squares(acc, 1, h), p.eps);
 #pragma unroll
         for (int jl = 0; jl < 16; ++jl) {
-          const float2 w = __ldg(reinterpret_cast<const float2*>(nw + 8 * jl + 2 * t4));
           float* x = acc[16 * h + jl];
-          x[0] = x[0] * inv0 * w.x;
-          x[1] = x[1] * inv0 * w.y;
-          x[2] = x[2] * inv1 * w.x;
-          x[3] = x[3] * inv1 * w.y;
+          x[0] = x[0] * inv0 * w[jl].x;
+          x[1] = x[1] * inv0 * w[jl].y;
+          x[2] = x[2] * inv1 * w[jl].x;
+          x[3] = x[3] * inv1 * w[jl].y;
         }
       }
     }
