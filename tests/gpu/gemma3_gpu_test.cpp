@@ -200,6 +200,19 @@ std::vector<Variant> variants() {
       {"window_mask_dead_rows_s1500", with(suite_shape(2, 1500), additive), dead_rows},
       // Nonzero everywhere below the diagonal: every visited tile reads the mask.
       {"biased_causal_mask", with(base, additive), biased},
+      // From S = 2048 additive mode runs the fixed softmax reference on the blocks whose tile list shows no mask
+      // values and no row masked everywhere, the running maximum on the others, in one kernel
+      // (attention_launch.cu): a causal tensor (every block bounded), a window (bounded blocks beside blocks of
+      // dead tiles; -inf in the odd batch), dead rows (their blocks unbounded), mask values everywhere (no block
+      // bounded), a padded causal mask (the first rows fully masked), and S = 8300 past the suite's longest, its
+      // last query block a 108-row tail.
+      {"causal_mask_tensor_s2053", with(suite_shape(1, 2053), additive), {}},
+      {"sliding_window_mask_s2053", with(suite_shape(2, 2053), additive), window},
+      {"window_mask_dead_rows_s2053", with(suite_shape(2, 2053), additive), dead_rows},
+      {"biased_causal_mask_s2053", with(suite_shape(1, 2053), additive), biased},
+      {"padding_mask_fully_masked_rows_s2053", with(suite_shape(2, 2053), additive), padded},
+      {"causal_mask_tensor_s8300", with(suite_shape(1, 8300), additive), {}},
+      {"sliding_window_mask_s8300", with(suite_shape(1, 8300), additive), window},
       {"no_mask", with(base, no_mask), {}},
       {"softcap_off", with(base, no_softcap), {}},
       {"softcap_off_s2053", with(suite_shape(1, 2053), no_softcap), {}},

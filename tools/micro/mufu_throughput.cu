@@ -1,5 +1,7 @@
 // Special-function throughput on the GPU it runs on: results per clock and SM for the fp32, f16x2 and bf16x2
-// forms of tanh.approx and ex2.approx (the attention softmax's two MUFU operations), with FFMA as the yardstick.
+// forms of tanh.approx and ex2.approx (the attention softmax's two MUFU operations), with FFMA as the yardstick,
+// and the two ways of rounding fp32 to bf16 that the projection epilogues used: a scalar round trip (cvt to bf16
+// and back: F2F plus a shift) and the packed pair conversion (F2FP, two results).
 // Each thread runs 8 independent chains, so issue and latency do not limit; one 1024-thread block per SM.
 //
 //   build/bin/gk_micro_mufu    (one line per operation; docs/perf-log.md v8 has the H200 numbers)
@@ -23,6 +25,10 @@ __device__ __forceinline__ uint32_t apply(uint32_t x) {
   if constexpr (kOp == 4) asm volatile("tanh.approx.bf16x2 %0, %1;" : "=r"(y) : "r"(x));
   if constexpr (kOp == 5) asm volatile("ex2.approx.ftz.bf16x2 %0, %1;" : "=r"(y) : "r"(x));
   if constexpr (kOp == 6) asm volatile("fma.rn.f32 %0, %1, %1, %1;" : "=r"(y) : "r"(x));
+  if constexpr (kOp == 7) {
+    asm volatile("{ .reg .b16 h; cvt.rn.bf16.f32 h, %1; cvt.f32.bf16 %0, h; }" : "=r"(y) : "r"(x));
+  }
+  if constexpr (kOp == 8) asm volatile("cvt.rn.bf16x2.f32 %0, %1, %1;" : "=r"(y) : "r"(x));
   return y;
 }
 
@@ -78,6 +84,8 @@ int main() {
   rc |= measure<4>("tanh.approx.bf16x2", 2, sms, out, cycles);
   rc |= measure<5>("ex2.approx.ftz.bf16x2", 2, sms, out, cycles);
   rc |= measure<6>("fma.rn.f32", 1, sms, out, cycles);
+  rc |= measure<7>("bf16 round trip (F2F)", 1, sms, out, cycles);
+  rc |= measure<8>("cvt.rn.bf16x2.f32", 2, sms, out, cycles);
   cudaFree(out);
   cudaFree(cycles);
   return rc;
