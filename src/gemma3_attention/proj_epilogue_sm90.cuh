@@ -98,8 +98,9 @@ struct HeadProjEpilogue {
       }
     }
     // The projection's bf16 values, by packed conversions (one F2FP per pair, unpacked by integer ops): a scalar
-    // round trip (round_bf16) is an F2F per value, which issues at a quarter of the FMA pipe's rate, and the 256
-    // of them per thread and tile were most of this epilogue's issue time (docs/perf-log.md, v23).
+    // round trip (round_bf16) is an F2F per value, 16 results per clock and SM against the packed form's 127
+    // (gk_micro_mufu), and the 256 of them per thread and tile were most of this epilogue's issue time
+    // (docs/perf-log.md, v23).
 #pragma unroll
     for (int j = 0; j < 32; ++j) {
 #pragma unroll

@@ -258,8 +258,8 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
         if (h >= heads_here) break;  // uniform per CTA
         // The projection's own bf16 output, as the unfused layer would store it. Rounded by packed conversions
         // (one F2FP per pair), and RoPE on bf16 pairs as in the standalone pass (the same bits as rounding each
-        // fp32 product and the sum): scalar round trips are an F2F per value, a quarter of the FMA pipe's rate
-        // (docs/perf-log.md, v23).
+        // fp32 product and the sum): a scalar round trip is an F2F per value, 16 results per clock and SM against
+        // the packed conversion's 127 (gk_micro_mufu; docs/perf-log.md, v23).
         uint32_t xp[2] = {device::pack_bf16x2(sum[b][h].x, sum[b][h].y), device::pack_bf16x2(sum[b][h].z, sum[b][h].w)};
         if (norm_w != nullptr) {  // uniform per CTA
           const float2 x01 = __bfloat1622float2(device::bf16x2(xp[0])), x23 = __bfloat1622float2(device::bf16x2(xp[1]));
