@@ -95,15 +95,17 @@ def chart(suite, cols, peers, path, title):
     plt.close(fig)
 
 
-def write_suite(out, suite, ours, peer_results):
-    """Writes <id>.md and <id>.png for one suite; returns the table."""
+def write_suite(out, suite, ours, peer_results, stored_peers=False):
+    """Writes <id>.md and <id>.png for one suite; returns the table. stored_peers: the peer timings come from an
+    earlier bench/peers.py run (render.py merging new gemma-kernels numbers), which the note then says."""
     sid = suite["id"]
     o = next((s for s in ours["suites"] if s["id"] == sid and s.get("precision") != "exact"), None)
     peers = peers_of(suite)
     table, cols = merged_table(suite, o, peer_results["suites"].get(sid, {}), peers)
     note = (f"# Suite {sid}: {suite['title']}\n\n{peer_results['device']}, torch {peer_results['torch']}. "
             f"gemma-kernels: `gk bench` ({ours.get('timer', 'n/a')} timer, commit {ours.get('git_commit', '?')}); "
-            "peers: CUDA-graph replay timed with events; all: 2xL2 scrub before every iteration, 3 rotating "
+            f"peers{' (a stored bench/peers.py run, peers.json)' if stored_peers else ''}: CUDA-graph replay timed "
+            "with events; all: 2xL2 scrub before every iteration, 3 rotating "
             "input sets, 10 warm-up + 50 timed, median. SOL floor: H200 datasheet, causal-aware.\n\n")
     (out / f"{sid}.md").write_text(note + table)
     chart(suite, cols, peers, out / f"{sid}.png", f"Suite {sid} on {peer_results['device']}")
@@ -140,7 +142,7 @@ def main():
     peer_results = json.loads(pathlib.Path(args.peers).read_text())
     for sid in args.suites.split(","):
         suite = json.loads(next((ROOT / "suites").glob(f"{sid}_*.json")).read_text())
-        print(write_suite(out, suite, ours, peer_results), flush=True)
+        print(write_suite(out, suite, ours, peer_results, stored_peers=True), flush=True)
 
 
 if __name__ == "__main__":
