@@ -30,10 +30,6 @@ struct HeadProjEpilogue {
   // Named barriers of one consumer warpgroup (3 + cw): 1 is the consumers' stream-K meeting, 2 the tf32 preparation.
   static constexpr int kBarrier = 3;
 
-  static __device__ __forceinline__ float2 unpack(uint32_t v) {
-    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
-  }
-
   // One head of the warpgroup's rows through the staging and out by two TMA stores. `pair(jl, hr)` gives the finished
   // bf16 pair of n8 tile jl of the head (columns 8 jl + 2t, +1) in row r_lo + 8 hr. The staging is free once this
   // warpgroup's previous stores (the other head, or the previous tile's) have read it. In the TMA's 128-byte swizzle
@@ -105,7 +101,7 @@ struct HeadProjEpilogue {
     for (int j = 0; j < 32; ++j) {
 #pragma unroll
       for (int e = 0; e < 4; e += 2) {
-        const float2 r = unpack(device::pack_bf16x2(acc[j][e], acc[j][e + 1]));
+        const float2 r = device::unpack_bf16x2(device::pack_bf16x2(acc[j][e], acc[j][e + 1]));
         acc[j][e] = r.x;
         acc[j][e + 1] = r.y;
       }
@@ -119,11 +115,10 @@ struct HeadProjEpilogue {
       }
     }
     // The normalized head in place, in fp32: its rounding to bf16 is the pack in the staging below (the same bits
-    // as rounding here). (offset + w) of dims 8 jl + 2t (+1) serves both heads and rows. The norm and RoPE run as
-    // two passes so that only one set of per-dim factors is live at a time.
+    // as rounding here). (offset + w) of dims 8 jl + 2t (+1) serves both heads and rows.
 #pragma unroll
     for (int jl = 0; jl < 16; ++jl) {
-      const float2 w = unpack(*reinterpret_cast<const uint32_t*>(nw + 8 * jl + 2 * t4));
+      const float2 w = device::unpack_bf16x2(*reinterpret_cast<const uint32_t*>(nw + 8 * jl + 2 * t4));
       const float w0 = p.weight_offset + w.x, w1 = p.weight_offset + w.y;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {

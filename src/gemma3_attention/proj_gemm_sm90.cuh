@@ -55,8 +55,7 @@ namespace proj_detail {
 
 __device__ __forceinline__ float4 load_bf16x4(const __nv_bfloat16* p) {
   const uint2 raw = *reinterpret_cast<const uint2*>(p);
-  const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.x));
-  const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.y));
+  const float2 a = device::unpack_bf16x2(raw.x), b = device::unpack_bf16x2(raw.y);
   return make_float4(a.x, a.y, b.x, b.y);
 }
 
@@ -262,7 +261,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
         // the packed conversion's 127 (gk_micro_mufu; docs/perf-log.md, v23).
         uint32_t xp[2] = {device::pack_bf16x2(sum[b][h].x, sum[b][h].y), device::pack_bf16x2(sum[b][h].z, sum[b][h].w)};
         if (norm_w != nullptr) {  // uniform per CTA
-          const float2 x01 = __bfloat1622float2(device::bf16x2(xp[0])), x23 = __bfloat1622float2(device::bf16x2(xp[1]));
+          const float2 x01 = device::unpack_bf16x2(xp[0]), x23 = device::unpack_bf16x2(xp[1]);
           const float x[4] = {x01.x, x01.y, x23.x, x23.y};
           float ss = x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + x[3] * x[3];
 #pragma unroll
@@ -278,7 +277,8 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
           }
         }
         if (row < p.m) {
-          *reinterpret_cast<uint2*>(out + int64_t(row) * p.out_row_stride + h * Tr::kHeadDim) = make_uint2(xp[0], xp[1]);
+          const int64_t at = int64_t(row) * p.out_row_stride + h * Tr::kHeadDim;
+          *reinterpret_cast<uint2*>(out + at) = make_uint2(xp[0], xp[1]);
         }
       }
     }

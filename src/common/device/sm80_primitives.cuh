@@ -204,6 +204,8 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
 
 __device__ __forceinline__ uint32_t bf16x2_bits(__nv_bfloat162 v) { return *reinterpret_cast<uint32_t*>(&v); }
 __device__ __forceinline__ __nv_bfloat162 bf16x2(uint32_t bits) { return *reinterpret_cast<__nv_bfloat162*>(&bits); }
+// A bf16 pair's bits as two floats (exact: a bf16 is the top half of an fp32).
+__device__ __forceinline__ float2 unpack_bf16x2(uint32_t bits) { return __bfloat1622float2(bf16x2(bits)); }
 
 // RoPE of a pair of bf16 dims: y * cos + partner * sin, `sin` carrying rotate_half's sign (negated for the dims
 // below D / 2). Bit-identical to rounding each fp32 product and their sum to bf16 (why: norm_rope.cu's finish);

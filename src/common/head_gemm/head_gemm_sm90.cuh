@@ -3,10 +3,10 @@
 // epilogue can normalize whole heads in registers. The audio QKV projection runs on it in tf32 mode past one
 // wave of the split kernel (v's inputs rounded to nearest: A in registers on the way from shared memory, the
 // weights from a rounded copy; q's and k's read truncated; per-head RMSNorm in the epilogue); the Gemma3 layer's
-// q|k|v step can (bf16, norm and RoPE in the epilogue), but cuBLASLt and the norm pass still beat it there
-// (docs/perf-log.md, v7; v22: with the staged stores the plain O shape matches CUTLASS's 128 x 256 cooperative
-// kernel under ncu and comes within 1-4% of cuBLASLt in the layer at whole waves; the norm epilogue and partial
-// last waves keep the q|k|v step behind).
+// q|k|v step can (bf16, norm and RoPE in the epilogue), but is not the layer's default (docs/perf-log.md, v7; v22:
+// with the staged stores the plain O shape matches CUTLASS's 128 x 256 cooperative kernel under ncu and comes within
+// 1-4% of cuBLASLt in the layer at whole waves; v23: without scalar bf16 conversions the q|k|v step equals cuBLASLt
+// + the norm pass at whole rounds and loses where the last round is partly idle).
 //
 //  - The grid is persistent: clusters of two CTAs walk units of (two row tiles, one head pair); the ring's phases
 //    run on across units, so the producer loads the next unit while the consumers run the epilogue.
