@@ -4,7 +4,7 @@
 // and back: F2F plus a shift) and the packed pair conversion (F2FP, two results).
 // Each thread runs 8 independent chains, so issue and latency do not limit; one 1024-thread block per SM.
 //
-//   build/bin/gk_micro_mufu    (one line per operation; docs/perf-log.md v8 has the H200 numbers)
+//   build/bin/gk_micro_mufu    (one line per operation; H200 numbers in docs/perf-log.md v8, the conversions v23)
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
