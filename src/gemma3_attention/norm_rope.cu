@@ -83,8 +83,11 @@ __device__ __forceinline__ Item locate(const NormRopeParams& p, int64_t item, in
 // identities bit for bit over every non-NaN bf16 value against partners of every class. The _rn forms compile
 // to mul.rn / add.rn.bf16x2, which keep subnormals and are never fused into an fma (the build uses no fast-math
 // flags, which would flush the fp32 formulation instead).
+// kUniform: every head of the item is a q head or every one a k head (num_q_heads a multiple of kHeadsPerItem), so
+// the lane's (offset + w) factors come once per item in `wo` instead of a load and eight adds per head.
+template <bool kUniform>
 __device__ __forceinline__ void finish(const NormRopeParams& p, const Item& it, const uint4 (&x)[kPasses],
-                                       const uint4& c, const uint4& s, int d0, int hl) {
+                                       const uint4& c, const uint4& s, const float (&wo)[8], int d0, int hl) {
   // Every head's sum of squares first: the reductions interleave.
   float ss[kPasses];
 #pragma unroll
@@ -105,12 +108,20 @@ __device__ __forceinline__ void finish(const NormRopeParams& p, const Item& it, 
 #pragma unroll
   for (int i = 0; i < kPasses; ++i) {
     const float r = rsqrtf(ss[i] * (1.f / kHeadDim) + p.eps);
-    const uint4 w = load16((it.q[i] ? p.q_norm_weight : p.k_norm_weight) + d0);  // L1-resident
+    float w[8];
+    if constexpr (kUniform) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) w[e] = wo[e];
+    } else {
+      const uint4 raw = load16((it.q[i] ? p.q_norm_weight : p.k_norm_weight) + d0);  // L1-resident
+#pragma unroll
+      for (int e = 0; e < 8; ++e) w[e] = p.weight_offset + elem(raw, e);
+    }
     uint32_t out[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const float y0 = elem(x[i], 2 * j) * r * (p.weight_offset + elem(w, 2 * j));
-      const float y1 = elem(x[i], 2 * j + 1) * r * (p.weight_offset + elem(w, 2 * j + 1));
+      const float y0 = elem(x[i], 2 * j) * r * w[2 * j];
+      const float y1 = elem(x[i], 2 * j + 1) * r * w[2 * j + 1];
       const uint32_t y = device::pack_bf16x2(y0, y1);
       const uint32_t partner = __shfl_xor_sync(0xffffffffu, y, 8);
       out[j] = device::rope_bf16x2(y, partner, cw[j], sw[j]);
@@ -137,7 +148,15 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, 4) norm_rope_d128_kernel(
   for (int i = 0; i < kPasses; ++i) x[i] = load16_now(it.x[i]);
   const uint4 c = load16(p.cos + it.row * kHeadDim + d0);
   const uint4 s = load16(p.sin + it.row * kHeadDim + d0);
-  finish(p, it, x, c, s, d0, hl);
+  float wo[8];
+  if (p.num_q_heads % kHeadsPerItem == 0) {  // uniform over the grid
+    const uint4 raw = load16((it.q[0] ? p.q_norm_weight : p.k_norm_weight) + d0);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) wo[e] = p.weight_offset + elem(raw, e);
+    finish<true>(p, it, x, c, s, wo, d0, hl);
+  } else {
+    finish<false>(p, it, x, c, s, wo, d0, hl);
+  }
 }
 
 }  // namespace
