@@ -78,20 +78,11 @@ __device__ __forceinline__ void store_output_staged(const float (&acc_o)[kDTiles
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32, g = lane >> 2, q = lane & 3;
   float inv_l[2];
   softmax.finalize(inv_l);
-  if (t == 0) device::bulk_wait_read();
-  device::named_barrier_sync(3 + half, 128);
-#pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-    const int r = warp * 16 + g + 8 * hh;
-#pragma unroll
-    for (int dt = 0; dt < kDTiles; ++dt) {
-      device::st_shared_b32(device::staged_chunk(stage, r, dt) + q * 4,
-                            device::pack_bf16x2(acc_o[dt][2 * hh] * inv_l[hh], acc_o[dt][2 * hh + 1] * inv_l[hh]));
-    }
-  }
+  device::staged_write_head(stage, 3 + half, warp * 16 + g, q, [&](int dt, int hh) {
+    return device::pack_bf16x2(acc_o[dt][2 * hh] * inv_l[hh], acc_o[dt][2 * hh + 1] * inv_l[hh]);
+  });
   if (o_tma && tc.tail_rows == 0) {
-    device::fence_proxy_async_shared();  // the writes above, before the TMA unit reads them
-    device::named_barrier_sync(3 + half, 128);
+    device::staged_publish(3 + half);
     if (t == 0) {
       // Rows past the sequence end fall outside the tensor map and are not written.
       const int col = tc.h * 128, row = tc.m0 + half * 64;

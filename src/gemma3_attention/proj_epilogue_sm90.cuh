@@ -30,28 +30,15 @@ struct HeadProjEpilogue {
   // Named barriers of one consumer warpgroup (3 + cw): 1 is the consumers' stream-K meeting, 2 the tf32 preparation.
   static constexpr int kBarrier = 3;
 
-  // One head of the warpgroup's rows through the staging and out by two TMA stores. `pair(jl, hr)` gives the finished
-  // bf16 pair of n8 tile jl of the head (columns 8 jl + 2t, +1) in row r_lo + 8 hr. The staging is free once this
-  // warpgroup's previous stores (the other head, or the previous tile's) have read it. In the TMA's 128-byte swizzle
-  // (16-byte chunk c of row r at c ^ (r % 8)) the writes are free of bank conflicts: a warp's eight rows put each
-  // quad's 16 bytes in a different chunk.
+  // One head of the warpgroup's rows through the staging (device::staged_write_head) and out by two TMA stores.
+  // `pair(jl, hr)` gives the finished bf16 pair of n8 tile jl of the head in row r_lo + 8 hr. The staging is free once
+  // this warpgroup's previous stores (the other head, or the previous tile's) have read it.
   template <class Pair>
   static __device__ __forceinline__ void stage_head(const CUtensorMap* map, int col, int row, uint32_t stage, int cw,
                                                     int r_lo, int t4, const Pair& pair) {
-    const bool issuer = threadIdx.x % 128 == 0;
-    if (issuer) device::bulk_wait_read();
-    device::named_barrier_sync(kBarrier + cw, 128);
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      const int r = r_lo + 8 * hr;
-#pragma unroll
-      for (int jl = 0; jl < 16; ++jl) {
-        device::st_shared_b32(device::staged_chunk(stage, r, jl) + t4 * 4, pair(jl, hr));
-      }
-    }
-    device::fence_proxy_async_shared();  // these writes, before the TMA unit reads them
-    device::named_barrier_sync(kBarrier + cw, 128);
-    if (issuer) {
+    device::staged_write_head(stage, kBarrier + cw, r_lo, t4, pair);
+    device::staged_publish(kBarrier + cw);
+    if (threadIdx.x % 128 == 0) {
       device::tma_store_2d(map, stage, col, row);
       device::tma_store_2d(map, stage + device::kStagedBoxBytes, col + 64, row);
       device::bulk_commit_group();

@@ -5,6 +5,8 @@
 #include <cuda.h>
 #include <cstdint>
 
+#include "common/device/sm80_primitives.cuh"
+
 namespace gk::device {
 
 // ---- mbarrier --------------------------------------------------------------------------------------------------
@@ -186,6 +188,29 @@ __device__ __forceinline__ bool named_barrier_and(int id, int threads, bool pred
 
 __device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// ---- output staging for TMA stores (staged_chunk's layout) -------------------------------------------------------
+// One warpgroup's 64 rows of a 128-column head into its staging buffer, straight from the mma accumulator layout:
+// `pair(j, hr)` is the thread's finished bf16 pair of n8 tile j (columns 8 j + 2 t4, + 1) in row r_lo + 8 hr. The
+// buffer is free once the warpgroup's previous bulk stores have read it: its first thread waits for that before
+// named barrier `barrier` (the warpgroup's 128 threads). In the swizzle each quad's 16 bytes of a row land in a
+// different chunk, so a warp's writes are free of bank conflicts.
+template <class Pair>
+__device__ __forceinline__ void staged_write_head(uint32_t stage, int barrier, int r_lo, int t4, const Pair& pair) {
+  if (threadIdx.x % 128 == 0) bulk_wait_read();
+  named_barrier_sync(barrier, 128);
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+#pragma unroll
+    for (int j = 0; j < 16; ++j) st_shared_b32(staged_chunk(stage, r_lo + 8 * hr, j) + t4 * 4, pair(j, hr));
+  }
+}
+
+// The staged writes made visible to the TMA unit: after this, the warpgroup's first thread may issue the stores.
+__device__ __forceinline__ void staged_publish(int barrier) {
+  fence_proxy_async_shared();
+  named_barrier_sync(barrier, 128);
 }
 
 // ---- register reallocation -------------------------------------------------------------------------------------
