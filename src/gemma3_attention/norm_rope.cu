@@ -72,6 +72,13 @@ __device__ __forceinline__ Item locate(const NormRopeParams& p, int64_t item, in
   return it;
 }
 
+// The lane's eight (offset + w) factors of a q head or a k head (the weights are L1-resident).
+__device__ __forceinline__ void weight_factors(const NormRopeParams& p, bool q, int d0, float (&w)[8]) {
+  const uint4 raw = load16((q ? p.q_norm_weight : p.k_norm_weight) + d0);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) w[e] = p.weight_offset + elem(raw, e);
+}
+
 // Normalizes, rotates and stores one item's heads from their raw values. Full warp.
 //
 // The pass ran instruction-bound at ~2 TB/s with every product in fp32 (888 instructions per lane and item), so
@@ -113,9 +120,7 @@ __device__ __forceinline__ void finish(const NormRopeParams& p, const Item& it, 
 #pragma unroll
       for (int e = 0; e < 8; ++e) w[e] = wo[e];
     } else {
-      const uint4 raw = load16((it.q[i] ? p.q_norm_weight : p.k_norm_weight) + d0);  // L1-resident
-#pragma unroll
-      for (int e = 0; e < 8; ++e) w[e] = p.weight_offset + elem(raw, e);
+      weight_factors(p, it.q[i], d0, w);
     }
     uint32_t out[4];
 #pragma unroll
@@ -148,11 +153,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, 4) norm_rope_d128_kernel(
   for (int i = 0; i < kPasses; ++i) x[i] = load16_now(it.x[i]);
   const uint4 c = load16(p.cos + it.row * kHeadDim + d0);
   const uint4 s = load16(p.sin + it.row * kHeadDim + d0);
-  float wo[8];
+  float wo[8];  // kUniform only
   if (p.num_q_heads % kHeadsPerItem == 0) {  // uniform over the grid
-    const uint4 raw = load16((it.q[0] ? p.q_norm_weight : p.k_norm_weight) + d0);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) wo[e] = p.weight_offset + elem(raw, e);
+    weight_factors(p, it.q[0], d0, wo);
     finish<true>(p, it, x, c, s, wo, d0, hl);
   } else {
     finish<false>(p, it, x, c, s, wo, d0, hl);
