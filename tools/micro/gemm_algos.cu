@@ -4,6 +4,9 @@
 // GEMM alone; median of 30 after 5 warm-up), in the row-major mapping src/common/gemm.cpp uses.
 //
 //   build/bin/gk_micro_gemm_algos    (one line per shape: answer 0's time, the fastest answer and its time)
+//   build/bin/gk_micro_gemm_algos --l2-weights M   (the shapes at M rows only, every answer's time, with the weights
+//                                                   read into L2 after each scrub, as the layer's O projection finds
+//                                                   them at one row tile behind the split kernel's prefetch)
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -11,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "check_lt.hpp"
@@ -25,24 +29,38 @@ struct Shape {
   int64_t m, n, k, ldc, batch, batch_stride_c;
 };
 
+// Reads [p, p + bytes) so that it lands in L2 (the sum keeps the loads alive).
+__global__ void touch_kernel(const int4* p, int64_t n, int* sink) {
+  int acc = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int4 v = __ldcg(p + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x7fffffff) *sink = acc;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  int64_t only_m = 0;  // --l2-weights M
+  if (argc == 3 && std::string(argv[1]) == "--l2-weights") only_m = std::stoll(argv[2]);
   constexpr int64_t kHidden = 3072, kQ = 24 * 128, kKv = 8 * 128;
   const int64_t ms[] = {128, 512, 586, 1024, 2048, 3557, 4096, 4904, 8192, 8212};
   std::vector<Shape> shapes;
   for (int64_t m : ms) {
+    if (only_m > 0 && m != only_m) continue;
     shapes.push_back({"q", m, kQ, kHidden, kQ + 2 * kKv, 1, 0});
     shapes.push_back({"k|v", m, kKv, kHidden, kQ + 2 * kKv, 2, kKv});
     shapes.push_back({"o", m, kHidden, kQ, kHidden, 1, 0});
   }
   const size_t scrub_bytes = size_t(120) << 20;
   const int64_t max_m = 8212;
+  int* sink_ = nullptr;
   void *scrub = nullptr, *a = nullptr, *w = nullptr, *c = nullptr, *ws = nullptr;
   const size_t ws_bytes = size_t(32) << 20;
   if (cudaMalloc(&scrub, scrub_bytes) != cudaSuccess || cudaMalloc(&a, max_m * kQ * 2) != cudaSuccess ||
       cudaMalloc(&w, kQ * kHidden * 2) != cudaSuccess || cudaMalloc(&c, max_m * (kQ + 2 * kKv) * 2) != cudaSuccess ||
-      cudaMalloc(&ws, ws_bytes) != cudaSuccess) {
+      cudaMalloc(&ws, ws_bytes) != cudaSuccess || cudaMalloc(&sink_, sizeof(int)) != cudaSuccess) {
     std::printf("cudaMalloc failed\n");
     return 1;
   }
@@ -82,6 +100,7 @@ int main() {
       std::vector<float> us;
       for (int it = 0; it < 35; ++it) {
         cudaMemsetAsync(scrub, it & 0xff, scrub_bytes);
+        if (only_m > 0) touch_kernel<<<264, 512>>>(static_cast<const int4*>(w), s.n * s.k * s.batch * 2 / 16, sink_);
         cudaEventRecord(t0);
         const cublasStatus_t st =
             cublasLtMatmul(lt, op, &alpha, w, la, a, lb, &beta, c, lc, c, lc, &res[i].algo, ws, ws_bytes, nullptr);
@@ -93,6 +112,9 @@ int main() {
         if (it >= 5) us.push_back(ms_ * 1000.f);
       }
       med[i] = us.empty() ? 1e9f : median(us);
+    }
+    if (only_m > 0) {
+      for (int i = 0; i < count; ++i) std::printf("  %-4s M %5lld answer %2d: %8.1f us\n", s.name, static_cast<long long>(s.m), i, med[i]);
     }
     const int best = static_cast<int>(std::min_element(med.begin(), med.end()) - med.begin());
     std::printf("%-4s M %5lld N %5lld K %5lld: answers %2d, first %8.1f us, fastest #%2d %8.1f us (%+.1f%%)\n", s.name,
