@@ -69,7 +69,7 @@ TEST_F(GpuTest, SmallGraphCaptureMatchesEager) {
   GK_ASSERT_OK(s3);
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
   // Twice: a replay runs under the captured call's epoch, so the second finds what the first left in the cross-CTA
-  // state words (the split kernel's tickets, stream-K's flags), which must read as clear.
+  // state words (stream-K's flags, head_gemm/stream_k.cuh), which must read as clear.
   for (int replay_no = 0; replay_no < 2; ++replay_no) {
     if (replay_no > 0) {
       for (auto& g : gs) g->poison_output(stream());

@@ -55,12 +55,12 @@ int main(int argc, char** argv) {
   }
   const size_t scrub_bytes = size_t(120) << 20;
   const int64_t max_m = 8212;
-  int* sink_ = nullptr;
+  int* sink = nullptr;
   void *scrub = nullptr, *a = nullptr, *w = nullptr, *c = nullptr, *ws = nullptr;
   const size_t ws_bytes = size_t(32) << 20;
   if (cudaMalloc(&scrub, scrub_bytes) != cudaSuccess || cudaMalloc(&a, max_m * kQ * 2) != cudaSuccess ||
       cudaMalloc(&w, kQ * kHidden * 2) != cudaSuccess || cudaMalloc(&c, max_m * (kQ + 2 * kKv) * 2) != cudaSuccess ||
-      cudaMalloc(&ws, ws_bytes) != cudaSuccess || cudaMalloc(&sink_, sizeof(int)) != cudaSuccess) {
+      cudaMalloc(&ws, ws_bytes) != cudaSuccess || cudaMalloc(&sink, sizeof(int)) != cudaSuccess) {
     std::printf("cudaMalloc failed\n");
     return 1;
   }
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
       std::vector<float> us;
       for (int it = 0; it < 35; ++it) {
         cudaMemsetAsync(scrub, it & 0xff, scrub_bytes);
-        if (only_m > 0) touch_kernel<<<264, 512>>>(static_cast<const int4*>(w), s.n * s.k * s.batch * 2 / 16, sink_);
+        if (only_m > 0) touch_kernel<<<264, 512>>>(static_cast<const int4*>(w), s.n * s.k * s.batch * 2 / 16, sink);
         cudaEventRecord(t0);
         const cublasStatus_t st =
             cublasLtMatmul(lt, op, &alpha, w, la, a, lb, &beta, c, lc, c, lc, &res[i].algo, ws, ws_bytes, nullptr);
@@ -114,7 +114,9 @@ int main(int argc, char** argv) {
       med[i] = us.empty() ? 1e9f : median(us);
     }
     if (only_m > 0) {
-      for (int i = 0; i < count; ++i) std::printf("  %-4s M %5lld answer %2d: %8.1f us\n", s.name, static_cast<long long>(s.m), i, med[i]);
+      for (int i = 0; i < count; ++i) {
+        std::printf("  %-4s M %5lld answer %2d: %8.1f us\n", s.name, static_cast<long long>(s.m), i, med[i]);
+      }
     }
     const int best = static_cast<int>(std::min_element(med.begin(), med.end()) - med.begin());
     std::printf("%-4s M %5lld N %5lld K %5lld: answers %2d, first %8.1f us, fastest #%2d %8.1f us (%+.1f%%)\n", s.name,

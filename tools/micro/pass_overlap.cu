@@ -154,7 +154,8 @@ int main() {
           cudaEventRecord(join, side_s);
           cudaStreamWaitEvent(main_s, join, 0);
         });
-        std::printf("  X %2d, %d loads: GEMM on %3d SMs %7.1f us, pass on %2d SMs %7.1f us, together %7.1f us (%+.1f vs in turn)\n",
+        std::printf("  X %2d, %d loads: GEMM on %3d SMs %7.1f us, pass on %2d SMs %7.1f us, together %7.1f us "
+                    "(%+.1f vs in turn)\n",
                     x, loads, sms - x, g_part, x, p_part, both, both - (g_full + p_full));
       }
       destroy(part);
