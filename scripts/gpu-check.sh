@@ -75,12 +75,13 @@ for k in wgmma mma; do
   step "gemma3 tests, o prefetch=attention, attention=$k" env GK_O_PREFETCH=attention GK_ATTENTION_KERNEL=$k \
     "$BUILD/bin/gk_gpu_tests" --gtest_filter='*Gemma3*:*W047*' --gtest_brief=1
 done
-# fused: the fused kernels (the O projection too); split / persistent: one fused kernel on every shape it takes.
+# fused: the fused kernels (the O projection too); split / persistent / pingpong: one fused kernel (pingpong: the
+# persistent one on its ping-pong schedule) on every shape it takes.
 # The k and v projections as two cuBLASLt GEMMs (by default one strided-batch GEMM, or one GEMM for q|k|v where the
 # three weights lie back to back).
 step "gemma3 tests, kv gemm=separate" env GK_KV_GEMM=separate "$BUILD/bin/gk_gpu_tests" \
   --gtest_filter='*Gemma3*:*W047*:GpuTest.*' --gtest_brief=1
-for pp in fused cublas split persistent; do
+for pp in fused cublas split persistent pingpong; do
   step "gemma3 tests, projections=$pp" env GK_PROJ_PATH=$pp "$BUILD/bin/gk_gpu_tests" \
     --gtest_filter='*Gemma3*:*W047*:GpuTest.*' --gtest_brief=1
 done
@@ -133,7 +134,7 @@ if command -v compute-sanitizer > /dev/null; then
     --gtest_filter='Small/Gemma3Small.*causal_softcap:Small/Gemma3Small.*s130*' --gtest_brief=1
   step "racecheck (audio fused tf32, small)" compute-sanitizer --tool racecheck --error-exitcode 1 \
     "$BUILD/bin/gk_gpu_tests" --gtest_filter='*AudioSmall*tf32*:*AudioRounding*tf32_rows586*' --gtest_brief=1
-  for pp in split persistent; do
+  for pp in split persistent pingpong; do
     for tool in racecheck synccheck; do
       step "$tool (projections=$pp, small)" env GK_PROJ_PATH=$pp compute-sanitizer --tool $tool \
         --error-exitcode 1 "$BUILD/bin/gk_gpu_tests" --gtest_filter='Small/Gemma3Small.*' --gtest_brief=1

@@ -49,11 +49,11 @@ struct ProjGemmOperands {
 // Which kernel runs a projection: cuBLASLt (the default past one row tile, and the fallback for operands no fused
 // kernel takes), the split kernel (proj_gemm_sm90.cuh: K split over a cluster, the q|k|v default for a single row
 // tile) or the persistent head-tiled GEMM (common/head_gemm; measured slower than cuBLASLt + the norm pass, so it
-// runs only when pinned).
-enum class ProjPath { kCublas, kSplit, kPersistent };
+// runs only when pinned), on its cooperative or its ping-pong schedule.
+enum class ProjPath { kCublas, kSplit, kPersistent, kPingPong };
 
 // The path for these operands. `fused_by_default`: the split kernel wins for this projection at one row tile (q|k|v
-// with its norm and RoPE), otherwise cuBLASLt is the default. GK_PROJ_PATH=fused|cublas|split|persistent pins the
+// with its norm and RoPE), otherwise cuBLASLt is the default. GK_PROJ_PATH=fused|cublas|split|persistent|pingpong pins the
 // choice for every shape the pinned kernel can take (fused: the split kernel for one row tile, the persistent one
 // beyond).
 Status proj_path_chosen(const ProjGemmOperands& o, bool fused_by_default, ProjPath* path);

@@ -4,7 +4,9 @@
 // with (offset + w) and RoPE with the same roundings as the standalone pass (norm_rope.cu): a row's sum of squares
 // is a quad reduction, and RoPE's partner d +/- 64 of column 8j + 2t is column 8(j +/- 8) + 2t, in the same
 // thread. The finished bf16 pairs go through the warpgroup's staging in shared memory, one head at a time, and
-// leave by TMA stores (rows past M are not written).
+// leave by TMA stores (rows past M are not written). On the ping-pong schedule (store_rows) a warpgroup holds one
+// head of 128 rows instead, as two halves of 64 rows in the same layout: the same code, with a part's rows and
+// column chosen by kRows, and the RoPE tables loaded per part.
 
 #pragma once
 
@@ -50,36 +52,54 @@ struct HeadProjEpilogue {
   // instead of 1, no warning; docs/perf-log.md v22).
   static __device__ __forceinline__ void store(float (&acc)[32][4], const Params& p, const head_gemm::Tile& t, int m,
                                                int cw, int warp, int lane, uint32_t stage) {
+    store_parts<false>(acc, p, t, m, cw, warp, lane, stage);
+  }
+  static __device__ __forceinline__ void store_rows(float (&acc)[32][4], const Params& p, const head_gemm::Tile& t,
+                                                    int m, int cw, int warp, int lane, uint32_t stage) {
+    store_parts<true>(acc, p, t, m, cw, warp, lane, stage);
+  }
+
+  // Part h of the accumulators (acc[16 h + jl]): head t.head0 + h of the warpgroup's 64 rows, or (kRows) rows
+  // 64 h .. 64 h + 63 of the tile's one head.
+  template <bool kRows>
+  static __device__ __forceinline__ void store_parts(float (&acc)[32][4], const Params& p, const head_gemm::Tile& t,
+                                                     int m, int cw, int warp, int lane, uint32_t stage) {
     const int g = lane >> 2, t4 = lane & 3;
-    const int r_lo = warp * 16 + g;  // the thread's first row of the warpgroup's 64; the second is r_lo + 8
-    const int row0 = t.m0 + cw * 64 + r_lo, row_out = t.m0 + cw * 64;
+    const int r_lo = warp * 16 + g;  // the thread's first row of the part's 64; the second is r_lo + 8
+    const auto row_out = [&](int h) { return t.m0 + (kRows ? 64 * h : cw * 64); };
+    const auto col = [&](int h) { return (t.head0 + (kRows ? 0 : h)) * 128; };
+    const int parts = kRows ? 2 : t.heads;  // the segment's last pair may hold one head
     const __nv_bfloat16* nw = t.seg == 0 ? p.norm_weight[0] : (t.seg == 1 ? p.norm_weight[1] : p.norm_weight[2]);
     const CUtensorMap* map = t.seg == 0 ? &p.out_map[0] : (t.seg == 1 ? &p.out_map[1] : &p.out_map[2]);
     if (nw == nullptr) {  // uniform per CTA; packing rounds each value to bf16 once, as a plain projection stores it
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        if (h >= t.heads) break;  // uniform per CTA: the segment's last tile may hold one head
-        stage_head(map, (t.head0 + h) * 128, row_out, stage, cw, r_lo, t4, [&](int jl, int hr) {
+        if (h >= parts) break;  // uniform per CTA
+        stage_head(map, col(h), row_out(h), stage, cw, r_lo, t4, [&](int jl, int hr) {
           return device::pack_bf16x2(acc[16 * h + jl][2 * hr], acc[16 * h + jl][2 * hr + 1]);
         });
       }
       return;
     }
-    // The RoPE tables of the thread's two rows, loaded once for both heads: loaded per head after the staging barrier
-    // (the second head's from L1 at best), 64 four-byte loads a thread and head, they drew ~2/3 of this epilogue's
-    // stall samples (LSU throttle, long scoreboard: docs/perf-log.md v23). ptxas places them after the norm, ahead of
-    // the first head's staging; loaded before the unit's mainloop they spilled. Rows past M, which are not stored,
-    // read the last row's.
+    // The RoPE tables of the thread's two rows of part h. Loaded once for both heads: loaded per head after the
+    // staging barrier (the second head's from L1 at best), 64 four-byte loads a thread and head, they drew ~2/3 of
+    // this epilogue's stall samples (LSU throttle, long scoreboard: docs/perf-log.md v23). ptxas places them after
+    // the norm, ahead of the first head's staging; loaded before the unit's mainloop they spilled. With kRows each
+    // part has rows of its own, loaded per part: both parts' tables beside the accumulators would not fit. Rows past
+    // M, which are not stored, read the last row's.
     uint32_t cs[2][16], sn[2][16];
+    const auto load_tables = [&](int h) {
 #pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      const int64_t at = int64_t(min(row0 + 8 * hr, m - 1)) * 128 + 2 * t4;
+      for (int hr = 0; hr < 2; ++hr) {
+        const int64_t at = int64_t(min(row_out(h) + r_lo + 8 * hr, m - 1)) * 128 + 2 * t4;
 #pragma unroll
-      for (int jl = 0; jl < 16; ++jl) {
-        cs[hr][jl] = *reinterpret_cast<const uint32_t*>(p.cos + at + 8 * jl);
-        sn[hr][jl] = *reinterpret_cast<const uint32_t*>(p.sin + at + 8 * jl);
+        for (int jl = 0; jl < 16; ++jl) {
+          cs[hr][jl] = *reinterpret_cast<const uint32_t*>(p.cos + at + 8 * jl);
+          sn[hr][jl] = *reinterpret_cast<const uint32_t*>(p.sin + at + 8 * jl);
+        }
       }
-    }
+    };
+    if (!kRows) load_tables(0);
     // The projection's bf16 values, by packed conversions (one F2FP per pair, unpacked by integer ops): a scalar
     // round trip (round_bf16) is an F2F per value, 16 results per clock and SM against the packed form's 127
     // (gk_micro_mufu), and the 256 of them per thread and tile were most of this epilogue's issue time
@@ -119,11 +139,12 @@ struct HeadProjEpilogue {
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      if (h >= t.heads) break;
+      if (h >= parts) break;
+      if (kRows) load_tables(h);
       // Dims d = 8 jl + 2t (+1) and their partners d -/+ 64 (n8 tile jl ^ 8), on bf16 pairs as the standalone pass
       // (the same bits as rounding each product and the sum): rotate_half gives dims below 64 -x[d + 64] (the sign
       // on sin), dims above x[d - 64].
-      stage_head(map, (t.head0 + h) * 128, row_out, stage, cw, r_lo, t4, [&](int jl, int hr) {
+      stage_head(map, col(h), row_out(h), stage, cw, r_lo, t4, [&](int jl, int hr) {
         // Each pair is packed once by the compiler, though named twice (as y, and as its partner's partner).
         const float* y = &acc[16 * h + jl][2 * hr];
         const float* partner = &acc[16 * h + (jl ^ 8)][2 * hr];

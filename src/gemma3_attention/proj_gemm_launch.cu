@@ -103,6 +103,7 @@ Status launch_heads(const ProjGemmOperands& o, cudaStream_t stream) {
 }
 
 using HeadCfg = head_gemm::Config<head_gemm::Operand::kBf16>;
+using PingPongCfg = head_gemm::Config<head_gemm::Operand::kBf16, head_gemm::Schedule::kPingPong>;
 
 head_gemm::Operands head_operands(const ProjGemmOperands& o) {
   head_gemm::Operands h;
@@ -120,9 +121,12 @@ head_gemm::Operands head_operands(const ProjGemmOperands& o) {
 bool aligned4(const void* p) { return reinterpret_cast<uintptr_t>(p) % 4 == 0; }
 
 // The persistent kernel's epilogue stores by TMA (16-byte aligned outputs and row pitch) and reads norm weights and
-// cos/sin in pairs.
+// cos/sin in pairs. Either schedule takes the same operands.
 bool persistent_supported(const ProjGemmOperands& o) {
-  if (!head_gemm::supported<HeadCfg>(head_operands(o)) || o.out_row_stride % 8 != 0) return false;
+  if (!head_gemm::supported<HeadCfg>(head_operands(o)) || !head_gemm::supported<PingPongCfg>(head_operands(o))) {
+    return false;
+  }
+  if (o.out_row_stride % 8 != 0) return false;
   if (o.out_row_stride < 1 || o.out_row_stride > INT32_MAX) return false;  // TMA's pitch bound with room to spare
   bool normed = false;
   for (int s = 0; s < o.segments; ++s) {
@@ -133,6 +137,7 @@ bool persistent_supported(const ProjGemmOperands& o) {
   return !normed || (o.cos != nullptr && o.sin != nullptr && aligned4(o.cos) && aligned4(o.sin));
 }
 
+template <class Cfg>
 Status launch_persistent(const ProjGemmOperands& o, cudaStream_t stream) {
   HeadProjEpilogue::Params ep{};
   for (int s = 0; s < head_gemm::Grid::kMaxSegments; ++s) {
@@ -148,7 +153,7 @@ Status launch_persistent(const ProjGemmOperands& o, cudaStream_t stream) {
   ep.sin = o.sin;
   ep.eps = o.eps;
   ep.weight_offset = o.weight_offset;
-  return head_gemm::launch<HeadCfg, HeadProjEpilogue>(kOp, head_operands(o), ep, stream);
+  return head_gemm::launch<Cfg, HeadProjEpilogue>(kOp, head_operands(o), ep, stream);
 }
 
 bool split_supported(const ProjGemmOperands& o) {
@@ -177,17 +182,20 @@ bool split_supported(const ProjGemmOperands& o) {
 Status proj_path_chosen(const ProjGemmOperands& o, bool fused_by_default, ProjPath* path) {
   *path = ProjPath::kCublas;
   // GK_PROJ_PATH pins the path (tests run every shape through each; benchmarks compare).
-  enum { kFused = 0, kCublas = 1, kSplitOnly = 2, kPersistentOnly = 3 };  // the choices' indices
-  static const int forced = detail::env_choice("GK_PROJ_PATH", {"fused", "cublas", "split", "persistent"});
-  if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_PROJ_PATH", "fused|cublas|split|persistent");
+  enum { kFused = 0, kCublas = 1, kSplitOnly = 2, kPersistentOnly = 3, kPingPongOnly = 4 };  // the choices' indices
+  static const int forced =
+      detail::env_choice("GK_PROJ_PATH", {"fused", "cublas", "split", "persistent", "pingpong"});
+  if (forced == detail::kEnvInvalid) {
+    return detail::env_error(kOp, "GK_PROJ_PATH", "fused|cublas|split|persistent|pingpong");
+  }
   const bool split_ok = split_supported(o), persistent_ok = persistent_supported(o);
   if (forced == kCublas) return Status::Ok();
   if (forced == kSplitOnly) {
     if (split_ok) *path = ProjPath::kSplit;
     return Status::Ok();
   }
-  if (forced == kPersistentOnly) {
-    if (persistent_ok) *path = ProjPath::kPersistent;
+  if (forced == kPersistentOnly || forced == kPingPongOnly) {
+    if (persistent_ok) *path = forced == kPersistentOnly ? ProjPath::kPersistent : ProjPath::kPingPong;
     return Status::Ok();
   }
   if (forced != kFused && !fused_by_default) return Status::Ok();
@@ -212,7 +220,10 @@ Status launch_proj_gemm(const ProjGemmOperands& o, ProjPath path, cudaStream_t s
       return heads_per_tile(o) == 1 ? launch_heads<1>(o, stream) : launch_heads<2>(o, stream);
     case ProjPath::kPersistent:
       if (!persistent_supported(o)) break;
-      return launch_persistent(o, stream);
+      return launch_persistent<HeadCfg>(o, stream);
+    case ProjPath::kPingPong:
+      if (!persistent_supported(o)) break;
+      return launch_persistent<PingPongCfg>(o, stream);
     default:
       break;
   }

@@ -72,7 +72,11 @@ inline unsigned long long* prep_slots_in(void* scratch, size_t bytes) {
              : nullptr;
 }
 
-inline int64_t head_pairs(int64_t heads) { return (heads + 1) / 2; }
+// The tiles of a segment of `heads` heads: head pairs, or heads (ping-pong).
+template <class Cfg>
+int64_t head_tiles(int64_t heads) {
+  return (heads + Cfg::kHeadsPerTile - 1) / Cfg::kHeadsPerTile;
+}
 inline bool aligned16(const void* p) { return p != nullptr && reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // The row pairs of A: ceil(row tiles / 2).
@@ -81,11 +85,11 @@ int64_t row_pairs(const Operands& o) {
   return (o.m + 2 * Cfg::kBM - 1) / (2 * Cfg::kBM);
 }
 
-// The units a launch walks: the row pairs times the head-pair tiles of every segment.
+// The units a launch walks: the row pairs times the head tiles of every segment.
 template <class Cfg>
 int64_t units_of(const Operands& o) {
   int64_t n_tiles = 0;
-  for (int s = 0; s < o.segments; ++s) n_tiles += head_pairs(o.heads[s]);
+  for (int s = 0; s < o.segments; ++s) n_tiles += head_tiles<Cfg>(o.heads[s]);
   return row_pairs<Cfg>(o) * n_tiles;
 }
 
@@ -160,7 +164,7 @@ Status prep_pays(const char* op, const Operands& o, bool* pays) {
   const int64_t units = units_of<Cfg>(o);
   if (resident < 1 || !prep_slots_fit(resident)) return Status::Ok();
   int64_t early = 0;
-  for (int s = 0; s + 1 < o.segments; ++s) early += head_pairs(o.heads[s]);
+  for (int s = 0; s + 1 < o.segments; ++s) early += head_tiles<Cfg>(o.heads[s]);
   const GridPlan plan = plan_grid(o, static_cast<int>(units), static_cast<int>(o.k / Cfg::kBK), resident);
   *pays = first_round_early(units, row_pairs<Cfg>(o), early, plan.clusters, plan.sk.unit0, plan.sk.run);
   return Status::Ok();
@@ -175,12 +179,15 @@ Status launch(const char* op, const Operands& o, const typename Epilogue::Params
   if (!supported<Cfg>(o)) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: operands outside the head-tiled GEMM's support", op);
   }
+  if (Cfg::kPingPong && (o.sk_scratch != nullptr || o.prep_seg >= 0)) {
+    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: the ping-pong head GEMM takes whole units only", op);
+  }
   Grid g{};
   g.m = static_cast<int>(o.m);
   g.k_blocks = static_cast<int>(o.k / Cfg::kBK);
   int end = 0;
   for (int s = 0; s < Grid::kMaxSegments; ++s) {
-    if (s < o.segments) end += static_cast<int>(head_pairs(o.heads[s]));
+    if (s < o.segments) end += static_cast<int>(head_tiles<Cfg>(o.heads[s]));
     g.seg_end[s] = end;
     g.seg_heads[s] = s < o.segments ? static_cast<int>(o.heads[s]) : 0;
   }
@@ -190,14 +197,15 @@ Status launch(const char* op, const Operands& o, const typename Epilogue::Params
 
   constexpr auto kType = Cfg::kTf32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   const uint64_t k = uint64_t(o.k), stride[1] = {k * Cfg::kElemBytes};
-  const uint32_t box[2] = {Cfg::kBK, 128};  // 128 rows of A, or one head of W
+  // 128 rows of A; W: the rows each CTA multicasts (one head, or half of one).
+  const uint32_t box[2] = {Cfg::kBK, 128}, w_box[2] = {Cfg::kBK, Cfg::kBRowsPerRank};
   CUtensorMap a_map, w_map[Grid::kMaxSegments];
   const uint64_t a_dims[2] = {k, uint64_t(o.m)};
   GK_RETURN_IF_ERROR(detail::encode_tiled_map(op, &a_map, kType, 2, o.a, a_dims, stride, box));
   for (int s = 0; s < Grid::kMaxSegments; ++s) {
     const int src = s < o.segments ? s : 0;  // unused slots repeat segment 0's map: never read
     const uint64_t w_dims[2] = {k, uint64_t(o.heads[src]) * Cfg::kHeadDim};
-    GK_RETURN_IF_ERROR(detail::encode_tiled_map(op, &w_map[s], kType, 2, o.w[src], w_dims, stride, box));
+    GK_RETURN_IF_ERROR(detail::encode_tiled_map(op, &w_map[s], kType, 2, o.w[src], w_dims, stride, w_box));
   }
 
   const auto kernel = head_gemm_kernel<Cfg, Epilogue>;

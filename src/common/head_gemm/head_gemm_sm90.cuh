@@ -36,6 +36,11 @@
 namespace gk::head_gemm {
 
 enum class Operand { kBf16, kTf32 };
+// kCooperative: both consumer warpgroups share a unit of 128 rows x two heads (64 rows each), so both run their
+// epilogues at once while the tensor cores idle. kPingPong (bf16): each consumer warpgroup takes alternate units of
+// 128 rows x one head and the two take turns on the tensor cores, so that one's epilogue (the norm, RoPE, the
+// stores) runs under the other's mainloop.
+enum class Schedule { kCooperative, kPingPong };
 
 // The units one launch walks (filled by the launcher, head_gemm_launch.cuh).
 struct Grid {
@@ -62,25 +67,33 @@ struct Tile {
   int m0;     // the CTA's first row
 };
 
-template <Operand kOperand>
+template <Operand kOperand, Schedule kSchedule = Schedule::kCooperative>
 struct Config {
   static constexpr bool kTf32 = kOperand == Operand::kTf32;
-  static constexpr int kBM = 128, kHeadDim = 128, kBN = 2 * kHeadDim;
+  static constexpr bool kPingPong = kSchedule == Schedule::kPingPong;
+  static_assert(!(kTf32 && kPingPong), "ping-pong: bf16 only");
+  static constexpr int kBM = 128, kHeadDim = 128;
+  static constexpr int kHeadsPerTile = kPingPong ? 1 : 2;
+  static constexpr int kBN = kHeadsPerTile * kHeadDim;
   static constexpr int kElemBytes = kTf32 ? 4 : 2;
   static constexpr int kBK = 128 / kElemBytes;  // one 128-byte swizzle row
   static constexpr int kInstK = kTf32 ? 8 : 16;
   static constexpr int kKSteps = kBK / kInstK;  // wgmma per K-block and warpgroup
   static constexpr uint32_t kTileBytesA = kBM * 128;      // 16 KB
   static constexpr uint32_t kHeadBytesB = kHeadDim * 128;  // 16 KB: one head's weight rows
-  static constexpr uint32_t kStageBytes = kTileBytesA + 2 * kHeadBytesB;
-  static constexpr int kStages = 4;
+  static constexpr uint32_t kStageBytes = kTileBytesA + kHeadsPerTile * kHeadBytesB;
+  static constexpr int kStages = kPingPong ? 6 : 4;  // 192 KB of ring either way
   // bf16: per consumer warpgroup, one head of its 64 rows in bf16 (two TMA boxes of 64 x 64) for the epilogue's
   // staged stores. Straight from the accumulator layout each quad wrote 16 bytes of a row per store, and the
   // epilogue took ~15% of the consumers' time at M = 8192 (ncu, docs/perf-log.md v22). tf32 has no room left.
   static constexpr uint32_t kOutStageBytes = kTf32 ? 0 : 64 * kHeadDim * 2;
   static_assert(kStageBytes % 1024 == 0 && kOutStageBytes % 1024 == 0, "staging on the 128-byte swizzle's 1 KB atoms");
   static constexpr int kClusterSize = 2;
+  // The weight rows each CTA of the cluster loads and multicasts to both: one head of the pair, or half the head.
+  static constexpr int kBRowsPerRank = kHeadsPerTile * kHeadDim / kClusterSize;
   static constexpr int kConsumerWarps = 8;
+  // Arrivals that free a stage: every warp that reads it, in both CTAs (ping-pong: one warpgroup's).
+  static constexpr int kEmptyArrivals = kClusterSize * (kPingPong ? 4 : kConsumerWarps);
   static constexpr int kThreads = 384;
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
   // The ring, its barriers (full, empty; tf32: the preparation's three after them, in a 1 KB block) and, for tf32,
@@ -100,7 +113,8 @@ struct Config {
 // Unit order (unit_order.hpp): the head-pair tiles of one row pair, then the next row pair, or with the last
 // segment's tiles of the first row pairs lagging behind (Operands::lag_last_segment). (Grouping row pairs so that a
 // round of clusters covers a block of rows x tiles, for L2 locality, measured no different: docs/perf-log.md, v8.)
-__device__ __forceinline__ Tile decode_unit(const Grid& g, int unit, int rank) {
+// `heads_per_tile`: Config::kHeadsPerTile (the tiles of Grid::seg_end are that many heads wide).
+__device__ __forceinline__ Tile decode_unit(const Grid& g, int unit, int rank, int heads_per_tile) {
   const UnitPos pos = unit_position(g.order, unit);
   const int n = pos.tile, pair = pos.pair;
   // Selects, not g.seg_end[seg]: a dynamic index into the parameter block would copy it to local memory.
@@ -109,8 +123,8 @@ __device__ __forceinline__ Tile decode_unit(const Grid& g, int unit, int rank) {
   const int heads = seg == 0 ? g.seg_heads[0] : (seg == 1 ? g.seg_heads[1] : g.seg_heads[2]);
   Tile t;
   t.seg = seg;
-  t.head0 = 2 * (n - first);
-  t.heads = min(2, heads - t.head0);
+  t.head0 = heads_per_tile * (n - first);
+  t.heads = min(heads_per_tile, heads - t.head0);
   t.m0 = (2 * pair + rank) * 128;
   return t;
 }
@@ -146,8 +160,8 @@ struct Ring {
   }
 };
 
-// Producer thread: every unit's K-blocks into the ring; A is this CTA's own, B one head of the pair per CTA,
-// multicast to both.
+// Producer thread: every unit's K-blocks into the ring; A is this CTA's own, B one head of the pair per CTA
+// (ping-pong: half the head), multicast to both.
 template <class Cfg>
 __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, const CUtensorMap* a_map,
                                         const CUtensorMap* w0, const CUtensorMap* w1, const CUtensorMap* w2,
@@ -164,7 +178,7 @@ __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, co
   WorkWalk walk(g.units, g.k_blocks, g.sk_unit0, g.sk_run, blockIdx.x, gridDim.x);
   int it = 0;
   for (Work wk; walk.get(wk);) {
-    const Tile t = decode_unit(g, wk.unit, rank);
+    const Tile t = decode_unit(g, wk.unit, rank, Cfg::kHeadsPerTile);
     if constexpr (Cfg::kTf32) {
       if (!prepared && t.seg == g.prep.seg) {
         prep_wait_all(ring.prep());
@@ -172,14 +186,15 @@ __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, co
       }
     }
     const CUtensorMap* w = t.seg == 0 ? w0 : (t.seg == 1 ? w1 : w2);
-    const int w_row = (t.head0 + rank) * Cfg::kHeadDim;  // past the segment's last head: TMA reads zeros
+    // Past the segment's last head (an odd segment's last pair): TMA reads zeros.
+    const int w_row = t.head0 * Cfg::kHeadDim + rank * Cfg::kBRowsPerRank;
     for (int kb = wk.kb0; kb < wk.kb1; ++kb, ++it) {
       const int s = it % Cfg::kStages, use = it / Cfg::kStages;
       if (use > 0) device::mbar_wait(ring.empty(s), (use - 1) & 1);
       device::mbar_arrive_expect_tx(ring.full(s), Cfg::kStageBytes);
       device::tma_load_2d(ring.a(s), a_map, ring.full(s), kb * Cfg::kBK, t.m0);
-      device::tma_load_2d_multicast(ring.b(s) + rank * Cfg::kHeadBytesB, w, ring.full(s), kb * Cfg::kBK, w_row,
-                                    0x3);
+      device::tma_load_2d_multicast(ring.b(s) + rank * Cfg::kBRowsPerRank * 128, w, ring.full(s), kb * Cfg::kBK,
+                                    w_row, 0x3);
     }
   }
 }
@@ -259,11 +274,61 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
   release(it - 1);
 }
 
+// Ping-pong: one consumer warpgroup's K loop over a whole unit of 128 rows x one head (acc[16 r + j]: row half r,
+// n8 tile j), two m64n128 wgmmas per K step into independent halves. Once its last group is issued it arrives on
+// named barrier `hand_over` (-1: none), which lets the other warpgroup start the next unit's mainloop while this
+// one drains and runs its epilogue.
+template <class Cfg>
+__device__ __forceinline__ void mainloop_rows(float (&acc)[32][4], const Ring<Cfg>& ring, int kb0, int kb1, int& it,
+                                              uint32_t empty0, uint32_t empty1, int hand_over) {
+  static_assert(Cfg::kPingPong && !Cfg::kTf32, "the ping-pong schedule's bf16 mainloop");
+  const int lane = threadIdx.x % 32;
+  const auto release = [&](int i) {
+    if (lane == 0) {
+      const uint32_t off = 8u * (i % Cfg::kStages);
+      device::mbar_arrive_cluster(empty0 + off);
+      device::mbar_arrive_cluster(empty1 + off);
+    }
+  };
+  auto& lo = *reinterpret_cast<float(*)[16][4]>(&acc[0]);
+  auto& hi = *reinterpret_cast<float(*)[16][4]>(&acc[16]);
+  const uint64_t a_desc = device::smem_desc_sw128(ring.a(0), 16, 1024);
+  const uint64_t b_desc = device::smem_desc_sw128(ring.b(0), 16, 1024);
+  constexpr uint32_t kHalfA = 64 * 128 >> 4;  // the second 64 rows of the A tile, in descriptor units
+  for (int kb = kb0; kb < kb1; ++kb, ++it) {
+    const int s = it % Cfg::kStages;
+    const uint32_t stage_off = uint32_t(s) * (Cfg::kStageBytes >> 4);
+    device::mbar_wait(ring.full(s), (it / Cfg::kStages) & 1);
+    device::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
+      const uint64_t b = b_desc + stage_off + kk * 2;
+      device::wgmma_m64n128k16_ss(lo, a_desc + stage_off + kk * 2, b, (kb - kb0) | kk);
+      device::wgmma_m64n128k16_ss(hi, a_desc + kHalfA + stage_off + kk * 2, b, (kb - kb0) | kk);
+    }
+    device::wgmma_commit();
+    device::wgmma_wait<1>();
+    device::fence_accumulators(acc);
+    if (kb > kb0) release(it - 1);
+  }
+  if (hand_over >= 0) device::named_barrier_arrive(hand_over, 256);
+  device::wgmma_wait<0>();
+  device::fence_accumulators(acc);
+  release(it - 1);
+}
+
+// Named barriers of the ping-pong hand-over: warpgroup cw waits on kHandOverBarrier + cw before each unit but its
+// first; the other warpgroup arrives there once it has issued the unit before. Besides taking turns on the tensor
+// cores, this keeps a warpgroup from waiting on a stage's full barrier before the other has passed its own last
+// wait on it, which could otherwise read the barrier's parity a phase pair early.
+inline constexpr int kHandOverBarrier = 5;
+
 // Epilogue: struct with `Params` and
 //   static void store(float (&acc)[32][4], const Params&, const Tile&, int m, int cw, int warp, int lane,
 //                     uint32_t out_stage)
 // called by every consumer thread once its accumulators are final (cw: consumer warpgroup 0/1, warp: 0..3 in it;
-// out_stage: the warpgroup's Config::kOutStageBytes of staging). The kernel waits for the bulk stores an epilogue's
+// out_stage: the warpgroup's Config::kOutStageBytes of staging); for the ping-pong schedule, `store_rows` with the
+// same arguments, where acc holds the warpgroup's whole unit (acc[16 r + j]: rows 64 r .. 64 r + 63 of the tile). The kernel waits for the bulk stores an epilogue's
 // threads committed before it exits. Params is a __grid_constant__ kernel parameter: an epilogue may keep TMA
 // descriptors in it.
 template <class Cfg, class Epilogue>
@@ -279,7 +344,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < Cfg::kStages; ++s) {
       device::mbar_init(ring.full(s), 1);
-      device::mbar_init(ring.empty(s), Cfg::kClusterSize * Cfg::kConsumerWarps);
+      device::mbar_init(ring.empty(s), Cfg::kEmptyArrivals);
     }
     if constexpr (Cfg::kTf32) {
       const PrepSmem ps = ring.prep();
@@ -307,14 +372,35 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     float acc[32][4];
     int it = 0;
     WorkWalk walk(g.units, g.k_blocks, g.sk_unit0, g.sk_run, blockIdx.x, gridDim.x);
-    for (Work wk; walk.get(wk);) {
-      const Tile t = decode_unit(g, wk.unit, rank);
-      mainloop<Cfg>(acc, ring, wk.kb0, wk.kb1, it, cw, empty0, empty1, (g.round_a_segments >> t.seg) & 1u);
-      if (wk.kb0 > 0 || wk.kb1 < g.k_blocks) {
-        // Barrier 1: the consumers' own (epilogues may use it too, never across this call).
-        if (!stream_k_meet<1>(acc, g.sk, wk, blockIdx.x, rank, threadIdx.x - 128)) continue;
+    if constexpr (Cfg::kPingPong) {
+      // The CTA's units alternate between the warpgroups (whole units only: the launcher plans no stream-K); `it`
+      // runs on over the other warpgroup's units too, as the ring's stages do.
+      Work wk{}, next{};
+      bool have = walk.get(wk);
+      for (int local = 0; have; ++local) {
+        const bool have_next = walk.get(next);
+        if ((local & 1) == cw) {
+          if (local > 0) device::named_barrier_sync(kHandOverBarrier + cw, 256);
+          mainloop_rows<Cfg>(acc, ring, wk.kb0, wk.kb1, it, empty0, empty1,
+                             have_next ? kHandOverBarrier + (cw ^ 1) : -1);
+          Epilogue::store_rows(acc, ep, decode_unit(g, wk.unit, rank, Cfg::kHeadsPerTile), g.m, cw, warp % 4, lane,
+                               ring.out(cw));
+        } else {
+          it += wk.kb1 - wk.kb0;
+        }
+        wk = next;
+        have = have_next;
       }
-      Epilogue::store(acc, ep, t, g.m, cw, warp % 4, lane, ring.out(cw));
+    } else {
+      for (Work wk; walk.get(wk);) {
+        const Tile t = decode_unit(g, wk.unit, rank, Cfg::kHeadsPerTile);
+        mainloop<Cfg>(acc, ring, wk.kb0, wk.kb1, it, cw, empty0, empty1, (g.round_a_segments >> t.seg) & 1u);
+        if (wk.kb0 > 0 || wk.kb1 < g.k_blocks) {
+          // Barrier 1: the consumers' own (epilogues may use it too, never across this call).
+          if (!stream_k_meet<1>(acc, g.sk, wk, blockIdx.x, rank, threadIdx.x - 128)) continue;
+        }
+        Epilogue::store(acc, ep, t, g.m, cw, warp % 4, lane, ring.out(cw));
+      }
     }
     device::bulk_wait_all();  // stores still reading this CTA's staging (none where the epilogue issued none)
   }
