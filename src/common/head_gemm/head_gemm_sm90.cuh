@@ -199,6 +199,26 @@ __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, co
   }
 }
 
+// Frees ring stage i % kStages in both CTAs of the cluster: one arrival per consumer warp, from its lane 0.
+template <class Cfg>
+__device__ __forceinline__ void release_stage(int i, uint32_t empty0, uint32_t empty1) {
+  if (threadIdx.x % 32 == 0) {
+    const uint32_t off = 8u * (i % Cfg::kStages);
+    device::mbar_arrive_cluster(empty0 + off);
+    device::mbar_arrive_cluster(empty1 + off);
+  }
+}
+
+// bf16: waits until K-block `it`'s stage has landed and fences the wgmmas that read it; returns the stage's offset
+// in descriptor units (16 bytes).
+template <class Cfg>
+__device__ __forceinline__ uint32_t wait_stage(const Ring<Cfg>& ring, int it) {
+  const int s = it % Cfg::kStages;
+  device::mbar_wait(ring.full(s), (it / Cfg::kStages) & 1);
+  device::wgmma_fence();
+  return uint32_t(s) * (Cfg::kStageBytes >> 4);
+}
+
 // One consumer warpgroup's K loop over K-blocks [kb0, kb1) of a unit (an even count): acc = its 64 rows x 256
 // columns. `it` counts K-blocks across units (stage and phase); `empty0` / `empty1` are stage 0's empty barrier in
 // cluster ranks 0 and 1.
@@ -206,14 +226,7 @@ __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, co
 template <class Cfg>
 __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& ring, int kb0, int kb1, int& it,
                                          int cw, uint32_t empty0, uint32_t empty1, bool round_a) {
-  const int lane = threadIdx.x % 32;
-  const auto release = [&](int i) {
-    if (lane == 0) {
-      const uint32_t off = 8u * (i % Cfg::kStages);
-      device::mbar_arrive_cluster(empty0 + off);
-      device::mbar_arrive_cluster(empty1 + off);
-    }
-  };
+  const auto release = [&](int i) { release_stage<Cfg>(i, empty0, empty1); };
   // Descriptors are built once: a stage or k-step offset is a plain add to the address field (addresses stay below
   // 256 KB, so the 14-bit field never carries). `cw` arrives warp-uniform (the caller broadcasts it), so they live
   // in uniform registers. Rebuilt from the address for every wgmma, in vector registers, they took ~90
@@ -223,10 +236,7 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
     // 16 bf16 = 32 bytes along the swizzled rows; this warpgroup's 64 rows start 64 * 128 bytes in.
     const uint64_t a_desc = device::smem_desc_sw128(ring.a(0) + cw * 64 * 128, 16, 1024);
     for (int kb = kb0; kb < kb1; ++kb, ++it) {
-      const int s = it % Cfg::kStages;
-      const uint32_t stage_off = uint32_t(s) * (Cfg::kStageBytes >> 4);
-      device::mbar_wait(ring.full(s), (it / Cfg::kStages) & 1);
-      device::wgmma_fence();
+      const uint32_t stage_off = wait_stage(ring, it);
 #pragma unroll
       for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
         device::wgmma_m64n256k16_ss(acc, a_desc + stage_off + kk * 2, b_desc + stage_off + kk * 2, (kb - kb0) | kk);
@@ -237,6 +247,7 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
       if (kb > kb0) release(it - 1);
     }
   } else {
+    const int lane = threadIdx.x % 32;
     // A fragments by ldmatrix: lane l addresses row (l % 16) of the warp's 16 and the 16-byte chunk 2 kk + l / 16
     // of the swizzled row (chunk c of row r sits at c ^ (r % 8)), giving a0..a3 of the m16n8k8 layout.
     const int r = cw * 64 + (threadIdx.x / 32) % 4 * 16 + lane % 16;
@@ -282,24 +293,14 @@ template <class Cfg>
 __device__ __forceinline__ void mainloop_rows(float (&acc)[32][4], const Ring<Cfg>& ring, int kb0, int kb1, int& it,
                                               uint32_t empty0, uint32_t empty1, int hand_over) {
   static_assert(Cfg::kPingPong && !Cfg::kTf32, "the ping-pong schedule's bf16 mainloop");
-  const int lane = threadIdx.x % 32;
-  const auto release = [&](int i) {
-    if (lane == 0) {
-      const uint32_t off = 8u * (i % Cfg::kStages);
-      device::mbar_arrive_cluster(empty0 + off);
-      device::mbar_arrive_cluster(empty1 + off);
-    }
-  };
+  const auto release = [&](int i) { release_stage<Cfg>(i, empty0, empty1); };
   auto& lo = *reinterpret_cast<float(*)[16][4]>(&acc[0]);
   auto& hi = *reinterpret_cast<float(*)[16][4]>(&acc[16]);
   const uint64_t a_desc = device::smem_desc_sw128(ring.a(0), 16, 1024);
   const uint64_t b_desc = device::smem_desc_sw128(ring.b(0), 16, 1024);
   constexpr uint32_t kHalfA = 64 * 128 >> 4;  // the second 64 rows of the A tile, in descriptor units
   for (int kb = kb0; kb < kb1; ++kb, ++it) {
-    const int s = it % Cfg::kStages;
-    const uint32_t stage_off = uint32_t(s) * (Cfg::kStageBytes >> 4);
-    device::mbar_wait(ring.full(s), (it / Cfg::kStages) & 1);
-    device::wgmma_fence();
+    const uint32_t stage_off = wait_stage(ring, it);
 #pragma unroll
     for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
       const uint64_t b = b_desc + stage_off + kk * 2;
