@@ -53,9 +53,9 @@ struct ProjGemmOperands {
 enum class ProjPath { kCublas, kSplit, kPersistent, kPingPong };
 
 // The path for these operands. `fused_by_default`: the split kernel wins for this projection at one row tile (q|k|v
-// with its norm and RoPE), otherwise cuBLASLt is the default. GK_PROJ_PATH=fused|cublas|split|persistent|pingpong pins the
-// choice for every shape the pinned kernel can take (fused: the split kernel for one row tile, the persistent one
-// beyond).
+// with its norm and RoPE), otherwise cuBLASLt is the default. GK_PROJ_PATH=fused|cublas|split|persistent|pingpong
+// pins the choice for every shape the pinned kernel can take (fused: the split kernel for one row tile, the
+// persistent one beyond).
 Status proj_path_chosen(const ProjGemmOperands& o, bool fused_by_default, ProjPath* path);
 Status launch_proj_gemm(const ProjGemmOperands& o, ProjPath path, cudaStream_t stream);
 

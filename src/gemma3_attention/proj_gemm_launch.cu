@@ -121,7 +121,8 @@ head_gemm::Operands head_operands(const ProjGemmOperands& o) {
 bool aligned4(const void* p) { return reinterpret_cast<uintptr_t>(p) % 4 == 0; }
 
 // The persistent kernel's epilogue stores by TMA (16-byte aligned outputs and row pitch) and reads norm weights and
-// cos/sin in pairs. Either schedule takes the same operands.
+// cos/sin in pairs. Both schedules are checked, so that either path takes what this accepts (they differ only in the
+// unit count's bound: the ping-pong schedule has one head per tile).
 bool persistent_supported(const ProjGemmOperands& o) {
   if (!head_gemm::supported<HeadCfg>(head_operands(o)) || !head_gemm::supported<PingPongCfg>(head_operands(o))) {
     return false;

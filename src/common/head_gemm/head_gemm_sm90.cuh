@@ -1,17 +1,19 @@
 // Persistent head-tiled GEMM for Hopper: out = A[M, K] * W^T for up to three weight segments (q, k, v: each
-// [heads * 128, K]), where every output tile is 128 rows x two heads (256 columns) of one segment, so that an
-// epilogue can normalize whole heads in registers. The audio QKV projection runs on it in tf32 mode past one
-// wave of the split kernel (v's inputs rounded to nearest: A in registers on the way from shared memory, the
-// weights from a rounded copy; q's and k's read truncated; per-head RMSNorm in the epilogue); the Gemma3 layer's
-// q|k|v step can (bf16, norm and RoPE in the epilogue), but is not the layer's default (docs/perf-log.md, v7; v22:
-// with the staged stores the plain O shape matches CUTLASS's 128 x 256 cooperative kernel under ncu and comes within
-// 1-4% of cuBLASLt in the layer at whole waves; v23: without scalar bf16 conversions the q|k|v step equals cuBLASLt
-// + the norm pass at whole rounds and loses where the last round is partly idle).
+// [heads * 128, K]), where every output tile is 128 rows x two heads (256 columns; ping-pong: one head) of one segment,
+// so that an epilogue can normalize whole heads in registers. The audio QKV projection runs on it in tf32 mode past one
+// wave of the split kernel (v's inputs rounded to nearest: A in registers on the way from shared memory, the weights
+// from a rounded copy; q's and k's read truncated; per-head RMSNorm in the epilogue); the Gemma3 layer's q|k|v step can
+// (bf16, norm and RoPE in the epilogue), but is not the layer's default (docs/perf-log.md, v7; v22: with the staged
+// stores the plain O shape matches CUTLASS's 128 x 256 cooperative kernel under ncu and comes within 1-4% of cuBLASLt
+// in the layer at whole waves; v23: without scalar bf16 conversions the q|k|v step equals cuBLASLt + the norm pass at
+// whole rounds and loses where the last round is partly idle).
 //
-//  - The grid is persistent: clusters of two CTAs walk units of (two row tiles, one head pair); the ring's phases
-//    run on across units, so the producer loads the next unit while the consumers run the epilogue.
-//  - The two CTAs of a cluster share the weight tile: each loads one head's rows and multicasts them to both
-//    (a third less L2 traffic per CTA; measured neutral against separate loads, kept for the L2 headroom).
+//  - The grid is persistent: clusters of two CTAs walk units of (two row tiles, one head pair, or one head for
+//    ping-pong); the ring's phases run on across units, so the producer loads the next unit while the consumers
+//    run the epilogue.
+//  - The two CTAs of a cluster share the weight tile: each loads one head's rows (ping-pong: half of one) and
+//    multicasts them to both (a third less L2 traffic per CTA; measured neutral against separate loads, kept for
+//    the L2 headroom).
 //  - The epilogue works on the accumulators in registers. bf16: each consumer warpgroup stages its rows of one head
 //    at a time in shared memory (out_stage) and one thread issues TMA stores, so the warpgroup returns to the
 //    mainloop while the stores drain; tf32 (audio) stores straight to global memory.
@@ -329,9 +331,9 @@ inline constexpr int kHandOverBarrier = 5;
 //                     uint32_t out_stage)
 // called by every consumer thread once its accumulators are final (cw: consumer warpgroup 0/1, warp: 0..3 in it;
 // out_stage: the warpgroup's Config::kOutStageBytes of staging); for the ping-pong schedule, `store_rows` with the
-// same arguments, where acc holds the warpgroup's whole unit (acc[16 r + j]: rows 64 r .. 64 r + 63 of the tile). The kernel waits for the bulk stores an epilogue's
-// threads committed before it exits. Params is a __grid_constant__ kernel parameter: an epilogue may keep TMA
-// descriptors in it.
+// same arguments, where acc holds the warpgroup's whole unit (acc[16 r + j]: rows 64 r .. 64 r + 63 of the tile).
+// The kernel waits for the bulk stores an epilogue's threads committed before it exits. Params is a __grid_constant__
+// kernel parameter: an epilogue may keep TMA descriptors in it.
 template <class Cfg, class Epilogue>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     head_gemm_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap w0_map,
