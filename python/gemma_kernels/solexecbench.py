@@ -51,7 +51,7 @@ def default_source_root() -> Path:
 def sources(root: Path, problem: str) -> list[dict]:
     """The package's files as SOL-ExecBench source entries ({path, content})."""
     src, inc = root / "src", root / "include" / "gk"
-    if not (src / "api_c.cpp").exists() or not (inc / "gk.h").exists():
+    if not (src / "api" / "c_api.cpp").exists() or not (inc / "gk.h").exists():
         raise FileNotFoundError(f"gemma_kernels.solexecbench: {root} is not a gemma-kernels source tree")
     files: list[tuple[str, Path]] = []
     for f in sorted(src.rglob("*")):

@@ -1,23 +1,23 @@
 // The audio QKV operator: contract checks and orchestration. tf32 mode is one fused Hopper kernel (projections on
 // tf32 tensor cores, v's inputs rounded to nearest, norms in the epilogue): on shapes whose tiles fit in one wave
-// the split kernel (qkv_gemm_sm90.cuh), beyond it the persistent head-tiled GEMM (common/head_gemm) after a pass
+// the split kernel (qkv_tf32_splitk_sm90.cuh), beyond it the persistent head-tiled GEMM (projection/head_gemm) after a pass
 // that rounds v's weights into the workspace (q and k read their operands truncated: their norm removes
-// truncation's bias, qkv_gemm_sm90.cuh). Exact mode is the split kernel's structure on 3xTF32 with
-// per-K-block promotion (qkv_gemm_3xtf32_sm90.cuh). Where no fused kernel takes the shape, or a developer override
+// truncation's bias, qkv_tf32_splitk_sm90.cuh). Exact mode is the split kernel's structure on 3xTF32 with
+// per-K-block promotion (qkv_tf32x3_splitk_sm90.cuh). Where no fused kernel takes the shape, or a developer override
 // pins it, three cuBLASLt GEMMs (fast-tf32, whose kernels round their operands to nearest as the GPU test
 // AudioRounding checks, or fp32 FMA) run and normalize q and k in place beside the next GEMM. (3xTF32 through
 // cuBLASLt was measured and dropped: docs/perf-log.md v5.5.)
 #include <cmath>
 #include <cstdint>
 
-#include "audio_qkv/kernels.hpp"
+#include "audio_qkv/launchers.hpp"
 #include "audio_qkv/params.hpp"
 #include "common/checked_math.hpp"
 #include "common/gemm.hpp"
 #include "common/status_util.hpp"
 #include "common/tensor_check.hpp"
 #include "common/workspace.hpp"
-#include "handle.hpp"
+#include "api/handle.hpp"
 
 namespace gk {
 

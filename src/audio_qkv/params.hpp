@@ -1,4 +1,4 @@
-// Parameter block of the fused tf32 audio QKV kernel (qkv_gemm_sm90.cuh), filled on the host by operator.cpp.
+// Parameter block of the fused tf32 audio QKV kernel (qkv_tf32_splitk_sm90.cuh), filled on the host by operator.cpp.
 #pragma once
 
 #include <cstdint>

@@ -96,7 +96,7 @@ __device__ __forceinline__ void reduce_store_rows(const QkvGemmParams& p, int wh
 // memory the kernel no longer needs (kParkBytes), used only with kClusterSplit. Every other thread of a split
 // kernel must meet the two cluster barriers inside (device::cluster_sync() twice).
 // `transposed` (v only: this path applies no norm): the accumulators hold the tile's transpose, rows = the head's
-// 128 columns (64 per warpgroup), columns = the 128 token rows (the tf32 kernel's v path, qkv_gemm_sm90.cuh).
+// 128 columns (64 per warpgroup), columns = the 128 token rows (the tf32 kernel's v path, qkv_tf32_splitk_sm90.cuh).
 template <bool kClusterSplit>
 __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const QkvGemmParams& p, int which, int head,
                                                int m0, int wg, uint32_t park, bool transposed = false) {

@@ -1,4 +1,4 @@
-// The audio QKV epilogue on the persistent head-tiled GEMM (common/head_gemm): each consumer thread holds rows
+// The audio QKV epilogue on the persistent head-tiled GEMM (projection/head_gemm): each consumer thread holds rows
 // g and g + 8 of its warp's 16, columns 8j + 2t (+1) of two heads (j < 16: the first) of q, k or v. q and k get
 // the per-head RMSNorm with weight offset 0, x / sqrt(mean(x^2) + eps) * w, here as x times head_inv_rms_fast
 // (qkv_epilogue.cuh: rsqrtf); v is stored as computed. A row's sum of squares over a head is a quad reduction; the
@@ -6,7 +6,7 @@
 #pragma once
 
 #include "audio_qkv/qkv_epilogue.cuh"
-#include "common/head_gemm/head_gemm_sm90.cuh"
+#include "projection/head_gemm/head_gemm_sm90.cuh"
 
 namespace gk::audio {
 

@@ -1,4 +1,4 @@
-// The device side of the norm/RoPE pass's bit-identity argument (src/gemma3_attention/norm_rope.cu,
+// The device side of the norm/RoPE pass's bit-identity argument (src/projection/norm_rope.cu,
 // tests/host/bf16_rounding_test.cpp): __hmul2_rn and __hadd2_rn must give, for every pair of bf16 values, the
 // fp32 product or sum rounded to bf16 once (what the layer's definition computes), both lanes of the pair, with
 // subnormals kept. Exhaustive over all 2^32 ordered pairs; NaN against NaN counts as equal (inf * 0, inf - inf).

@@ -9,8 +9,8 @@
 #include <tuple>
 #include <vector>
 
-#include "gemma3_attention/attention_scheduler.cuh"
-#include "gemma3_attention/tail_packing.hpp"
+#include "attention/tile_scheduler.cuh"
+#include "attention/tail_packing.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The norm/RoPE pass (src/gemma3_attention/norm_rope.cu) computes RoPE on bf16 pairs with one rounding per
+// The norm/RoPE pass (src/projection/norm_rope.cu) computes RoPE on bf16 pairs with one rounding per
 // operation and relies on two identities to stay bit-identical to the layer's definition (each product rounded
 // to bf16, then their fp32 sum rounded to bf16): for bf16 a and b,
 //   1. round_bf16(fp32(a * b)) is the single round-to-nearest-even of the exact product, and

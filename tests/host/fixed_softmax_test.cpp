@@ -1,12 +1,12 @@
-// The fixed softmax reference (src/gemma3_attention/fixed_softmax.hpp): for every cap it accepts, a live key's
+// The fixed softmax reference (src/attention/fixed_softmax.hpp): for every cap it accepts, a live key's
 // probability exp2(c * t + bias), t in [-1, 1], stays inside [2^kLowest, 2^kHighest]; caps past the range, no
 // softcap, and NaN are refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "gemma3_attention/fixed_softmax.hpp"
-#include "gemma3_attention/params.hpp"
+#include "attention/fixed_softmax.hpp"
+#include "attention/params.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The mask classification's liveness test (src/gemma3_attention/mask_live.hpp: one comparison with a bf16 bound)
+// The mask classification's liveness test (src/attention/mask_live.hpp: one comparison with a bf16 bound)
 // against the arithmetic the attention applies to a mask value (attention_softmax.cuh: mask_logit2, the fp32
 // product with log2(e) clamped at -FLT_MAX; a value is dead where that clamp gives -FLT_MAX), for every one of the
 // 65536 bf16 bit patterns: NaNs, infinities, zeros of both signs, subnormals, the values around the bound. A value
@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "gemma3_attention/mask_live.hpp"
-#include "gemma3_attention/params.hpp"
+#include "attention/mask_live.hpp"
+#include "attention/params.hpp"
 
 #include "bf16_bits.hpp"
 

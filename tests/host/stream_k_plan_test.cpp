@@ -1,11 +1,11 @@
-// The persistent GEMM's stream-K plan (src/common/head_gemm/stream_k_plan.hpp): where it is taken, and the
+// The persistent GEMM's stream-K plan (src/projection/head_gemm/stream_k_plan.hpp): where it is taken, and the
 // invariants the kernel's meeting of cut units relies on, walked the way the kernel walks the runs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "common/head_gemm/stream_k_plan.hpp"
+#include "projection/head_gemm/stream_k_plan.hpp"
 
 namespace {
 

@@ -1,8 +1,8 @@
-// The packed GQA tails' host/device arithmetic (src/gemma3_attention/tail_packing.hpp): which shapes pack, and the
+// The packed GQA tails' host/device arithmetic (src/attention/tail_packing.hpp): which shapes pack, and the
 // division-free head index the kernels use for every row of a packed tile.
 #include <gtest/gtest.h>
 
-#include "gemma3_attention/tail_packing.hpp"
+#include "attention/tail_packing.hpp"
 
 namespace {
 

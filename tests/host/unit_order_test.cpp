@@ -1,12 +1,12 @@
-// The persistent GEMM's unit order (src/common/head_gemm/unit_order.hpp): every (row pair, tile) exactly once, and
+// The persistent GEMM's unit order (src/projection/head_gemm/unit_order.hpp): every (row pair, tile) exactly once, and
 // in the lagged order no late tile in the first round wherever the early tiles can fill it, and a late tile never
 // ahead of its row pair's early tiles; and which shapes have such a first round (first_round_early).
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "common/head_gemm/stream_k_plan.hpp"
-#include "common/head_gemm/unit_order.hpp"
+#include "projection/head_gemm/stream_k_plan.hpp"
+#include "projection/head_gemm/unit_order.hpp"
 
 namespace {
 

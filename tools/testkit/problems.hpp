@@ -28,7 +28,7 @@ struct Gemma3Recipe {
   // Wk is -Wq on the first Hkv heads, RoPE is the identity and both norm weights equal this value; with
   // Hq == Hkv every score is then about -(offset + w)^2 * D * scale, the far negative end of the softcap's range
   // (probabilities measured from the cap's bound itself rather than the row's max would underflow there; the
-  // attention's fixed reference lifts that bound, src/gemma3_attention/fixed_softmax.hpp).
+  // attention's fixed reference lifts that bound, src/attention/fixed_softmax.hpp).
   float anti_aligned_norm_weight = -1.f;
   // With anti_aligned_norm_weight >= 0: token t of each sequence has the first ceil(hidden * t / S) elements of its
   // hidden state negated, so that query i and key j overlap on all but about |i - j| / S of it and a score is about

@@ -1,4 +1,4 @@
-#include "handle.hpp"
+#include "api/handle.hpp"
 
 #include <cuda_runtime_api.h>
 

@@ -27,9 +27,9 @@
 
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
-#include "gemma3_attention/attention_scheduler.cuh"
-#include "gemma3_attention/attention_softmax.cuh"
-#include "gemma3_attention/params.hpp"
+#include "attention/tile_scheduler.cuh"
+#include "attention/softmax.cuh"
+#include "attention/params.hpp"
 
 namespace gk::gemma3 {
 

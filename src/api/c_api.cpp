@@ -8,7 +8,7 @@
 #include "gk/gk.h"
 #include "gk/gk.hpp"
 #include "common/status_util.hpp"
-#include "handle.hpp"
+#include "api/handle.hpp"
 
 namespace gk::detail {
 Status create_handle(gk_handle_t* out);

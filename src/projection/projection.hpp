@@ -1,10 +1,11 @@
-// Host-side entry points of the Gemma3 attention kernels (implemented in .cu files).
+// Host-side entry points of the projection kernels: the norm/RoPE pass (norm_rope.cu) and the split-K projection
+// GEMM (splitk_proj_gemm_launch.cu).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
-#include "gemma3_attention/params.hpp"
 #include "gk/gk.hpp"
+#include "projection/params.hpp"
 
 namespace gk::gemma3 {
 
@@ -12,18 +13,6 @@ namespace gk::gemma3 {
 // before anything else (so the attention behind the pass, which waits for the pass, also sees k and v), then lets
 // its dependents launch (launch_attention's `programmatic`).
 Status launch_norm_rope(const NormRopeParams& p, int head_dim, bool programmatic, cudaStream_t stream);
-// Additive mode needs p.mask_scratch of mask_tile_scratch_bytes(batch, seq_len) for the per-call tile lists.
-// `programmatic`: the kernel before it in `stream` is the split q|k|v kernel or the norm/RoPE pass, which let their
-// dependents launch early (device::launch_dependents); the attention's CTAs then start on the SMs that kernel
-// leaves free, set up, and wait for it (device::grid_dependency_wait) before reading anything. In additive mode the
-// mask classification and the tile lists run in between, each programmatic behind the kernel before it.
-Status launch_attention(AttentionParams p, int head_dim, bool programmatic, cudaStream_t stream);
-size_t mask_tile_scratch_bytes(int64_t batch, int64_t seq_len);
-// Fills p->tiles for a kernel of block_m-row query blocks and block_n-key tiles (64 or 128 each). `programmatic`: as
-// launch_attention's; the classification then runs beside the end of the kernel before it (mask_tiles.cu).
-Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, bool programmatic, cudaStream_t stream,
-                        bool mark_bounded = false);
-
 // Operands of the head-tiled projection GEMM (see ProjGemmParams): A [m, k] row-major, each weight [heads * 128, k]
 // row-major, outputs as column ranges of buffers with one row stride; head_dim is 128.
 struct ProjGemmOperands {
@@ -47,10 +36,10 @@ struct ProjGemmOperands {
 };
 
 // Which kernel runs a projection: cuBLASLt (the default past one row tile, and the fallback for operands no fused
-// kernel takes), the split kernel (proj_gemm_sm90.cuh: K split over a cluster, the q|k|v default for a single row
-// tile) or the persistent head-tiled GEMM (common/head_gemm; measured slower than cuBLASLt + the norm pass, so it
+// kernel takes), the split kernel (splitk_proj_gemm_sm90.cuh: K split over a cluster, the q|k|v default for a single row
+// tile) or the persistent head-tiled GEMM (projection/head_gemm; measured slower than cuBLASLt + the norm pass, so it
 // runs only when pinned), on its cooperative or its ping-pong schedule.
-enum class ProjPath { kCublas, kSplit, kPersistent, kPingPong };
+enum class ProjPath { kCublas, kSplit };
 
 // The path for these operands. `fused_by_default`: the split kernel wins for this projection at one row tile (q|k|v
 // with its norm and RoPE), otherwise cuBLASLt is the default. GK_PROJ_PATH=fused|cublas|split|persistent|pingpong

@@ -4,8 +4,8 @@
 #pragma once
 
 #include "common/device/sm80_primitives.cuh"
-#include "gemma3_attention/params.hpp"
-#include "gemma3_attention/tail_packing.hpp"
+#include "attention/params.hpp"
+#include "attention/tail_packing.hpp"
 
 namespace gk::gemma3 {
 

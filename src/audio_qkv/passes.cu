@@ -3,7 +3,7 @@
 // the persistent kernel reads, the rounded activations of the split kernel, the split activations of 3xTF32).
 #include <algorithm>
 
-#include "audio_qkv/kernels.hpp"
+#include "audio_qkv/launchers.hpp"
 #include "common/cuda_check.hpp"
 #include "common/device_props.hpp"
 #include "common/device/sm80_primitives.cuh"

@@ -31,9 +31,9 @@
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_gemm_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
-#include "common/head_gemm/stream_k.cuh"
-#include "common/head_gemm/unit_order.hpp"
-#include "common/head_gemm/weight_prep.cuh"
+#include "projection/head_gemm/stream_k.cuh"
+#include "projection/head_gemm/unit_order.hpp"
+#include "projection/head_gemm/weight_prep.cuh"
 
 namespace gk::head_gemm {
 
@@ -111,6 +111,9 @@ struct Config {
   static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
   static_assert(kProducerRegs * 128 + kConsumerRegs * 256 <= kLaunchRegs * kThreads, "the CTA's register pool");
 };
+
+// The tf32 configuration (the audio QKV projection's persistent path).
+using Tf32Config = Config<Operand::kTf32>;
 
 // Unit order (unit_order.hpp): the head-pair tiles of one row pair, then the next row pair, or with the last
 // segment's tiles of the first row pairs lagging behind (Operands::lag_last_segment). (Grouping row pairs so that a

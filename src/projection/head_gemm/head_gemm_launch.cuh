@@ -7,11 +7,11 @@
 
 #include <cstdint>
 
-#include "common/cluster_split.hpp"
+#include "common/cluster_launch.hpp"
 #include "common/device_props.hpp"
-#include "common/head_gemm/head_gemm_sm90.cuh"
-#include "common/head_gemm/stream_k_plan.hpp"
-#include "common/head_gemm/unit_order.hpp"
+#include "projection/head_gemm/head_gemm_sm90.cuh"
+#include "projection/head_gemm/stream_k_plan.hpp"
+#include "projection/head_gemm/unit_order.hpp"
 #include "common/status_util.hpp"
 #include "common/tensor_map.hpp"
 

@@ -6,16 +6,16 @@
 
 #include <algorithm>
 
-#include "common/cluster_split.hpp"
+#include "common/cluster_launch.hpp"
 #include "common/cuda_check.hpp"
 #include "common/device_props.hpp"
 #include "common/env_choice.hpp"
 #include "common/tensor_map.hpp"
-#include "gemma3_attention/attention_kernel.cuh"
-#include "gemma3_attention/attention_sm90.cuh"
-#include "gemma3_attention/fixed_softmax.hpp"
-#include "gemma3_attention/kernels.hpp"
-#include "gemma3_attention/tail_packing.hpp"
+#include "attention/attention_sm80.cuh"
+#include "attention/attention_sm90.cuh"
+#include "attention/fixed_softmax.hpp"
+#include "attention/attention.hpp"
+#include "attention/tail_packing.hpp"
 
 namespace gk::gemma3 {
 

@@ -1,21 +1,21 @@
 // Launch and path choice of the fused audio QKV kernels: the split kernels (tf32, and 3xTF32 for the exact mode),
 // whose K split (a cluster of CTAs along z) is chosen from the grid the row tiles alone would give, so small M
-// still spreads the weight stream over most SMs; and the persistent head-tiled GEMM (common/head_gemm) for tf32
+// still spreads the weight stream over most SMs; and the persistent head-tiled GEMM (projection/head_gemm) for tf32
 // past one wave.
 #include <cuda_runtime.h>
 
 #include <initializer_list>
 #include <type_traits>
 
-#include "audio_qkv/kernels.hpp"
+#include "audio_qkv/launchers.hpp"
 #include "audio_qkv/qkv_head_epilogue.cuh"
-#include "audio_qkv/qkv_gemm_3xtf32_sm90.cuh"
-#include "audio_qkv/qkv_gemm_sm90.cuh"
-#include "common/cluster_split.hpp"
+#include "audio_qkv/qkv_tf32x3_splitk_sm90.cuh"
+#include "audio_qkv/qkv_tf32_splitk_sm90.cuh"
+#include "common/cluster_launch.hpp"
 #include "common/cuda_check.hpp"
 #include "common/device_props.hpp"
 #include "common/env_choice.hpp"
-#include "common/head_gemm/head_gemm_launch.cuh"
+#include "projection/head_gemm/head_gemm_launch.cuh"
 #include "common/tensor_map.hpp"
 
 namespace gk::audio {
@@ -87,7 +87,7 @@ Status launch_fused(const QkvGemmParams& params, const float* hs_raw, std::initi
   }
   p.k_blocks = k_blocks / split;
   // tf32: where q's and k's CTAs read truncated and the activations arrive rounded, v's CTAs can round their
-  // weights in registers (the K-blocks in pairs) and the kernel runs without rounding groups (qkv_gemm_sm90.cuh).
+  // weights in registers (the K-blocks in pairs) and the kernel runs without rounding groups (qkv_tf32_splitk_sm90.cuh).
   // That measured faster with a K split (M = 128-256: 0.7-1.2 us) and 0.1-0.25 us slower without one (M = 512-586,
   // where v's CTAs are not the slowest; docs/perf-log.md v19), so it is the default with a split only.
   // GK_AUDIO_SPLIT_V=smem|registers pins in place (the rounding groups) or in registers wherever it can run.
@@ -139,7 +139,7 @@ struct ThreeTf32Kernel : RawActivations<false> {
 // The persistent kernel reads v's weights from a rounded copy (which its idle producer warps may write themselves:
 // weight_prep.cuh): rounding each stage's weight tile in the ring instead measured far slower (054 mean 130.0
 // against 88.6 us, docs/perf-log.md v7).
-using HeadCfg = head_gemm::Config<head_gemm::Operand::kTf32>;
+using HeadCfg = head_gemm::Tf32Config;
 
 // The shape alone, for the path choice: the operator's contract already guarantees 16-byte aligned tensors.
 head_gemm::Operands shape_operands(int64_t rows, int64_t hidden, int64_t heads) {
@@ -230,7 +230,7 @@ Status launch_qkv_head_gemm_tf32(const QkvGemmParams& p, float* rounded_wv, void
   ep.norm[2] = nullptr;
   ep.out_row_stride = int64_t(p.heads) * 128;
   ep.eps = p.eps;
-  // q and k read truncated (their norm removes truncation's bias: qkv_gemm_sm90.cuh), so only v's weights are
+  // q and k read truncated (their norm removes truncation's bias: qkv_tf32_splitk_sm90.cuh), so only v's weights are
   // rounded, a third of the pass, and only v's tiles round their A fragments.
   const float* const w[3] = {p.wq, p.wk, rounded_wv};
   head_gemm::Operands o = head_operands(p, w);

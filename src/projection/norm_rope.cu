@@ -11,11 +11,11 @@
 // then their sum.
 #include <cuda_bf16.h>
 
-#include "common/cluster_split.hpp"
+#include "common/cluster_launch.hpp"
 #include "common/cuda_check.hpp"
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
-#include "gemma3_attention/kernels.hpp"
+#include "projection/projection.hpp"
 
 namespace gk::gemma3 {
 

@@ -27,7 +27,7 @@
 
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
-#include "gemma3_attention/params.hpp"
+#include "projection/params.hpp"
 
 
 namespace gk::gemma3 {

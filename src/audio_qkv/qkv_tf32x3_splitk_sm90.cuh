@@ -9,7 +9,7 @@
 // (4 k-steps x 3 products) accumulate into a fresh block accumulator that is then added to the running fp32 total
 // with an ordinary FADD ("promotion"), so no tensor-core chain is longer than one K-block.
 //
-// Tile and epilogue as in the tf32 kernel (qkv_gemm_sm90.cuh): a CTA computes one head of q, k or v for 128 rows,
+// Tile and epilogue as in the tf32 kernel (qkv_tf32_splitk_sm90.cuh): a CTA computes one head of q, k or v for 128 rows,
 // warpgroups 0 and 1 consume 64 rows each; warpgroup 2 is warps 8-10 splitting each landed stage (raw fp32 ->
 // big in place + small beside it; only the weight tile when the activations arrive split by a pass before the
 // kernel, p.a_prepared) and warp 11 issuing the TMA loads. Registers move from warpgroup 2 to the

@@ -12,7 +12,7 @@
 #include <cmath>
 
 #include "common/device/sm80_primitives.cuh"
-#include "gemma3_attention/params.hpp"
+#include "attention/params.hpp"
 
 namespace gk::gemma3 {
 

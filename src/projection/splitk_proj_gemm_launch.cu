@@ -1,18 +1,15 @@
-// Launch and path choice of the layer's fused projection kernels: the split kernel (proj_gemm_sm90.cuh; its K split,
+// Launch and path choice of the layer's fused projection kernels: the split kernel (splitk_proj_gemm_sm90.cuh; its K split,
 // a cluster of CTAs along z, is chosen from the grid the tiles alone would give, so that a single row tile still
-// spreads the weight stream over most SMs) and the persistent head-tiled GEMM (common/head_gemm) with the
-// norm/RoPE epilogue of proj_epilogue_sm90.cuh.
+// spreads the weight stream over most SMs) and the persistent head-tiled GEMM (projection/head_gemm) with the
 #include <cuda_runtime.h>
 
-#include "common/cluster_split.hpp"
+#include "common/cluster_launch.hpp"
 #include "common/cuda_check.hpp"
 #include "common/device_props.hpp"
 #include "common/env_choice.hpp"
 #include "common/tensor_map.hpp"
-#include "common/head_gemm/head_gemm_launch.cuh"
-#include "gemma3_attention/kernels.hpp"
-#include "gemma3_attention/proj_epilogue_sm90.cuh"
-#include "gemma3_attention/proj_gemm_sm90.cuh"
+#include "projection/projection.hpp"
+#include "projection/splitk_proj_gemm_sm90.cuh"
 
 namespace gk::gemma3 {
 
@@ -102,61 +99,6 @@ Status launch_heads(const ProjGemmOperands& o, cudaStream_t stream) {
   return split > 1 ? launch<kHeads, true>(p, maps, grid, stream) : launch<kHeads, false>(p, maps, grid, stream);
 }
 
-using HeadCfg = head_gemm::Config<head_gemm::Operand::kBf16>;
-using PingPongCfg = head_gemm::Config<head_gemm::Operand::kBf16, head_gemm::Schedule::kPingPong>;
-
-head_gemm::Operands head_operands(const ProjGemmOperands& o) {
-  head_gemm::Operands h;
-  h.m = o.m;
-  h.k = o.k;
-  h.a = o.a;
-  h.segments = o.segments;
-  for (int s = 0; s < o.segments; ++s) {
-    h.w[s] = o.w[s];
-    h.heads[s] = o.heads[s];
-  }
-  return h;
-}
-
-bool aligned4(const void* p) { return reinterpret_cast<uintptr_t>(p) % 4 == 0; }
-
-// The persistent kernel's epilogue stores by TMA (16-byte aligned outputs and row pitch) and reads norm weights and
-// cos/sin in pairs. Both schedules are checked, so that either path takes what this accepts (they differ only in the
-// unit count's bound: the ping-pong schedule has one head per tile).
-bool persistent_supported(const ProjGemmOperands& o) {
-  if (!head_gemm::supported<HeadCfg>(head_operands(o)) || !head_gemm::supported<PingPongCfg>(head_operands(o))) {
-    return false;
-  }
-  if (o.out_row_stride % 8 != 0) return false;
-  if (o.out_row_stride < 1 || o.out_row_stride > INT32_MAX) return false;  // TMA's pitch bound with room to spare
-  bool normed = false;
-  for (int s = 0; s < o.segments; ++s) {
-    if (!head_gemm::aligned16(o.out[s])) return false;  // present and 16-byte aligned
-    if (o.norm_weight[s] != nullptr && !aligned4(o.norm_weight[s])) return false;
-    normed = normed || o.norm_weight[s] != nullptr;
-  }
-  return !normed || (o.cos != nullptr && o.sin != nullptr && aligned4(o.cos) && aligned4(o.sin));
-}
-
-template <class Cfg>
-Status launch_persistent(const ProjGemmOperands& o, cudaStream_t stream) {
-  HeadProjEpilogue::Params ep{};
-  for (int s = 0; s < head_gemm::Grid::kMaxSegments; ++s) {
-    const int src = s < o.segments ? s : 0;  // unused slots repeat segment 0's map: never used
-    const uint64_t dims[2] = {uint64_t(o.heads[src]) * 128, uint64_t(o.m)};
-    const uint64_t strides[1] = {uint64_t(o.out_row_stride) * 2};
-    const uint32_t box[2] = {64, 64};
-    GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &ep.out_map[s], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, o.out[src],
-                                                dims, strides, box));
-    ep.norm_weight[s] = s < o.segments ? o.norm_weight[s] : nullptr;
-  }
-  ep.cos = o.cos;
-  ep.sin = o.sin;
-  ep.eps = o.eps;
-  ep.weight_offset = o.weight_offset;
-  return head_gemm::launch<Cfg, HeadProjEpilogue>(kOp, head_operands(o), ep, stream);
-}
-
 bool split_supported(const ProjGemmOperands& o) {
   constexpr int kBM = ProjGemmTraits<1>::kBM, kBK = ProjGemmTraits<1>::kBK;
   if (o.segments < 1 || o.segments > ProjGemmParams::kMaxSegments) return false;
@@ -183,50 +125,25 @@ bool split_supported(const ProjGemmOperands& o) {
 Status proj_path_chosen(const ProjGemmOperands& o, bool fused_by_default, ProjPath* path) {
   *path = ProjPath::kCublas;
   // GK_PROJ_PATH pins the path (tests run every shape through each; benchmarks compare).
-  enum { kFused = 0, kCublas = 1, kSplitOnly = 2, kPersistentOnly = 3, kPingPongOnly = 4 };  // the choices' indices
-  static const int forced =
-      detail::env_choice("GK_PROJ_PATH", {"fused", "cublas", "split", "persistent", "pingpong"});
-  if (forced == detail::kEnvInvalid) {
-    return detail::env_error(kOp, "GK_PROJ_PATH", "fused|cublas|split|persistent|pingpong");
-  }
-  const bool split_ok = split_supported(o), persistent_ok = persistent_supported(o);
+  enum { kFused = 0, kCublas = 1, kSplitOnly = 2 };  // the choices' indices
+  static const int forced = detail::env_choice("GK_PROJ_PATH", {"fused", "cublas", "split"});
+  if (forced == detail::kEnvInvalid) return detail::env_error(kOp, "GK_PROJ_PATH", "fused|cublas|split");
+  const bool split_ok = split_supported(o);
   if (forced == kCublas) return Status::Ok();
   if (forced == kSplitOnly) {
     if (split_ok) *path = ProjPath::kSplit;
     return Status::Ok();
   }
-  if (forced == kPersistentOnly || forced == kPingPongOnly) {
-    if (persistent_ok) *path = forced == kPersistentOnly ? ProjPath::kPersistent : ProjPath::kPingPong;
-    return Status::Ok();
-  }
   if (forced != kFused && !fused_by_default) return Status::Ok();
   int sms = 0;
   GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
-  // A single row tile whose head tiles fit one wave: the split kernel spreads the weight stream over most SMs
-  // (M = 128: 20 us against cuBLASLt's ~31 for q|k|v, docs/perf-log.md v4). Beyond, cuBLASLt and the norm pass
-  // (the 047 mean 340.7 us against 353.8 with the persistent kernel, v7), unless GK_PROJ_PATH=fused asks for the
-  // fused kernels everywhere.
-  if (split_ok && o.m <= kSingleTileRows && total_tiles(o, 1) <= sms) {
-    *path = ProjPath::kSplit;
-  } else if (forced == kFused && persistent_ok) {
-    *path = ProjPath::kPersistent;
-  }
+  if (split_ok && o.m <= kSingleTileRows && total_tiles(o, 1) <= sms) *path = ProjPath::kSplit;
   return Status::Ok();
 }
 
 Status launch_proj_gemm(const ProjGemmOperands& o, ProjPath path, cudaStream_t stream) {
-  switch (path) {
-    case ProjPath::kSplit:
-      if (!split_supported(o)) break;
-      return heads_per_tile(o) == 1 ? launch_heads<1>(o, stream) : launch_heads<2>(o, stream);
-    case ProjPath::kPersistent:
-      if (!persistent_supported(o)) break;
-      return launch_persistent<HeadCfg>(o, stream);
-    case ProjPath::kPingPong:
-      if (!persistent_supported(o)) break;
-      return launch_persistent<PingPongCfg>(o, stream);
-    default:
-      break;
+  if (path == ProjPath::kSplit && split_supported(o)) {
+    return heads_per_tile(o) == 1 ? launch_heads<1>(o, stream) : launch_heads<2>(o, stream);
   }
   return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: projection operands outside the chosen fused kernel's support",
                        kOp);

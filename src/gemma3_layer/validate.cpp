@@ -6,8 +6,8 @@
 #include "common/checked_math.hpp"
 #include "common/status_util.hpp"
 #include "common/tensor_check.hpp"
-#include "gemma3_attention/params.hpp"
-#include "gemma3_attention/validate.hpp"
+#include "attention/params.hpp"
+#include "gemma3_layer/validate.hpp"
 
 namespace gk::gemma3 {
 

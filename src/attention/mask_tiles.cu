@@ -20,13 +20,13 @@
 
 #include <cfloat>
 
-#include "common/cluster_split.hpp"
+#include "common/cluster_launch.hpp"
 #include "common/cuda_check.hpp"
 #include "common/device/sm90_primitives.cuh"
 #include "common/workspace.hpp"
-#include "gemma3_attention/attention_softmax.cuh"
-#include "gemma3_attention/kernels.hpp"
-#include "gemma3_attention/mask_live.hpp"
+#include "attention/softmax.cuh"
+#include "attention/attention.hpp"
+#include "attention/mask_live.hpp"
 
 namespace gk::gemma3 {
 

@@ -12,7 +12,7 @@ namespace gk::audio {
 struct QkvGemmParams;
 
 // The fused tf32 path: q|k|v projections on tensor cores, v's inputs rounded to nearest and q's and k's truncated,
-// q and k normalized in the epilogue (qkv_gemm_sm90.cuh). Fills k_blocks and qk_truncated itself.
+// q and k normalized in the epilogue (qkv_tf32_splitk_sm90.cuh). Fills k_blocks and qk_truncated itself.
 // `scratch` (scratch_floats floats of workspace) takes the activations rounded to tf32 (v's CTAs then round only
 // their weight tile in shared memory) whenever they fit; GK_AUDIO_SPLIT_A=smem rounds both in shared memory instead.
 Status launch_qkv_gemm_tf32(const QkvGemmParams& params, float* scratch, int64_t scratch_floats, cudaStream_t stream);
@@ -21,10 +21,10 @@ Status launch_qkv_gemm_tf32(const QkvGemmParams& params, float* scratch, int64_t
 // only for one wave of tiles, so its M stays small; beyond, it rounds them in shared memory).
 int64_t tf32_scratch_floats(int64_t rows, int64_t hidden, int64_t heads);
 
-// Which kernel runs the tf32 mode: cuBLASLt + the norm kernel, the split kernel (qkv_gemm_sm90.cuh: one head per
+// Which kernel runs the tf32 mode: cuBLASLt + the norm kernel, the split kernel (qkv_tf32_splitk_sm90.cuh: one head per
 // 128-row tile, K split over a cluster for small grids, the weights rounded in shared memory and the activations
 // by a pass before it, or both in shared memory when they do not fit the scratch) or the persistent
-// head-tiled GEMM (common/head_gemm: A rounded in registers, the weights from a rounded copy in the workspace).
+// head-tiled GEMM (projection/head_gemm: A rounded in registers, the weights from a rounded copy in the workspace).
 enum class Tf32Path { kCublas, kSplit, kPersistent };
 
 // The split kernel where its tiles fit in one wave (one launch beats three cuBLASLt GEMMs and a norm kernel
@@ -45,7 +45,7 @@ Status launch_qkv_head_gemm_tf32(const QkvGemmParams& params, float* rounded_wv,
 Status launch_round_tf32(const float* const* src, int count, float* dst, int64_t elems_each, cudaStream_t stream);
 
 // The exact mode's fused path: the same grid and epilogue on 3xTF32 (big + small tf32 parts of every operand, the
-// tensor-core sums promoted into fp32 every K-block: qkv_gemm_3xtf32_sm90.cuh). Taken wherever the kernel can take
+// tensor-core sums promoted into fp32 every K-block: qkv_tf32x3_splitk_sm90.cuh). Taken wherever the kernel can take
 // the shape; GK_AUDIO_EXACT_PATH=fused|cublas pins the choice (cublas: fp32 FMA GEMMs).
 Status qkv_gemm_exact_chosen(int64_t rows, int64_t hidden, int64_t heads, bool* fused);
 // `scratch` (scratch_floats floats of workspace) takes the activations split into big and small parts (2 M x K),

@@ -9,9 +9,10 @@
 #include "common/gemm.hpp"
 #include "common/status_util.hpp"
 #include "common/workspace.hpp"
-#include "gemma3_attention/kernels.hpp"
-#include "gemma3_attention/validate.hpp"
-#include "handle.hpp"
+#include "attention/attention.hpp"
+#include "projection/projection.hpp"
+#include "gemma3_layer/validate.hpp"
+#include "api/handle.hpp"
 
 namespace gk {
 

@@ -1,0 +1,48 @@
+// Parameter blocks of the projection kernels: the norm/RoPE pass and the split-K projection GEMM.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cstdint>
+
+namespace gk::gemma3 {
+
+// Per-head RMSNorm (scale offset + w) followed by RoPE, in place on the packed projection output
+// qkv[M, row_stride] whose columns are [q heads | k heads | v heads], or [q | v | k] (k_head0). V heads are left
+// untouched.
+struct NormRopeParams {
+  __nv_bfloat16* qkv;
+  const __nv_bfloat16* cos;  // [M, head_dim]
+  const __nv_bfloat16* sin;  // [M, head_dim]
+  const __nv_bfloat16* q_norm_weight;
+  const __nv_bfloat16* k_norm_weight;
+  int64_t rows;        // M = B*S
+  int64_t row_stride;  // elements between tokens in qkv
+  int num_q_heads;
+  int num_kv_heads;
+  int k_head0;  // the 128-column head of qkv where k's first head lies: num_q_heads, or after v's heads
+  float eps;
+  float weight_offset;
+};
+
+// The head-tiled projection GEMM (splitk_proj_gemm_sm90.cuh): out = A[M, K] * W^T for up to three weights ("segments",
+// e.g. Wq, Wk, Wv), each [heads * 128, K]; a CTA's output tile is one or two heads of one segment. Segments with
+// a norm weight get the per-head RMSNorm (offset + w) and RoPE before the store; the others are stored as
+// computed (rounded to bf16 once, after the fp32 accumulation over all of K).
+struct ProjGemmParams {
+  static constexpr int kMaxSegments = 3;
+  int m;         // rows of A and of every output
+  int k_blocks;  // 64-column K-blocks of the whole K (a K split shares them out)
+  int seg_end[kMaxSegments];    // cumulative tiles: segment s owns tiles [seg_end[s-1], seg_end[s])
+  int seg_heads[kMaxSegments];  // heads of each segment (its last tile may hold one)
+  __nv_bfloat16* out[kMaxSegments];                // column 0 of each segment's first head
+  const __nv_bfloat16* norm_weight[kMaxSegments];  // null: no norm and no RoPE
+  int64_t out_row_stride;                          // elements, shared by the segments (one packed buffer)
+  const __nv_bfloat16* cos;                        // [M, 128]
+  const __nv_bfloat16* sin;
+  float eps;
+  float weight_offset;
+  const void* l2_prefetch;  // ProjGemmOperands::l2_prefetch
+  uint64_t l2_prefetch_bytes;
+};
+
+}  // namespace gk::gemma3
