@@ -69,6 +69,15 @@ typedef struct gk_handle_st* gk_handle_t;
 GK_API gk_status gk_handle_create(gk_handle_t* handle);
 GK_API gk_status gk_handle_destroy(gk_handle_t handle);
 
+/* Pins planner choices for the calls made with this handle, in the syntax "key=value,key=value" (e.g.
+ * "attention.kernel=sm80,qkv=cublas"; "auto" or an absent key keeps the planner's choice; NULL or "" clears every
+ * pin). Unknown keys or values fail with a message listing what is allowed, and leave the handle's pins unchanged.
+ * A new handle starts from the GK_OVERRIDES environment variable (same syntax; gk_handle_create fails on a bad
+ * one). A pinned choice applies where its kernel can take the call's shape; elsewhere the planner's choice stands.
+ * docs/dispatch.md lists the keys. For tests and measurements: results stay within the operator's tolerance
+ * whatever is pinned. */
+GK_API gk_status gk_handle_set_overrides(gk_handle_t handle, const char* spec);
+
 /* Message of the last failing call on this thread ("" when none). Valid until the next gk call on the thread. */
 GK_API const char* gk_last_error_message(void);
 GK_API const char* gk_status_string(gk_status status);
@@ -127,6 +136,13 @@ GK_API gk_status gk_gemma3_attention_forward(gk_handle_t handle, const gk_gemma3
                                              const gk_gemma3_attention_tensors* tensors, void* workspace,
                                              size_t workspace_bytes, gk_stream_t stream);
 
+/* Writes into buf (capacity len bytes, NUL-terminated) the plan the next forward call with these arguments would
+ * run, as the complete list of its choices in gk_handle_set_overrides' syntax: passing that string back pins exactly
+ * this plan. GK_STATUS_INVALID_ARGUMENT when buf is too small (the message gives the length needed). */
+
+GK_API gk_status gk_gemma3_attention_plan(gk_handle_t handle, const gk_gemma3_attention_config* config,
+                                          const gk_gemma3_attention_tensors* tensors, char* buf, size_t len);
+
 /* ---------------------------------------------------------------------------------------------------------
  * Operator 2: Gemma3n audio QKV projection with per-head RMSNorm (fp32).
  * q = RMSNorm(hs Wq^T) * wq, k = RMSNorm(hs Wk^T) * wk, v = hs Wv^T; outputs [B,S,H,D].
@@ -174,6 +190,10 @@ GK_API gk_status gk_audio_qkv_workspace_size(const gk_audio_qkv_config* config, 
 GK_API gk_status gk_audio_qkv_forward(gk_handle_t handle, const gk_audio_qkv_config* config,
                                       const gk_audio_qkv_tensors* tensors, void* workspace, size_t workspace_bytes,
                                       gk_stream_t stream);
+
+/* The plan a forward call with these arguments would run (see gk_gemma3_attention_plan). */
+GK_API gk_status gk_audio_qkv_plan(gk_handle_t handle, const gk_audio_qkv_config* config,
+                                   const gk_audio_qkv_tensors* tensors, char* buf, size_t len);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -59,16 +59,25 @@ class Handle {
   gk_handle_t h_ = nullptr;
 };
 
+// gk_handle_set_overrides' C++ form.
+GK_API Status set_overrides(gk_handle_t handle, const char* spec);
+
 GK_API Status gemma3_attention_check(const Gemma3AttentionConfig& config, const Gemma3AttentionTensors& tensors);
 GK_API Status gemma3_attention_workspace_size(const Gemma3AttentionConfig& config, size_t* bytes);
 GK_API Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig& config,
                                        const Gemma3AttentionTensors& tensors, void* workspace,
                                        size_t workspace_bytes, gk_stream_t stream);
 
+// The plan a forward call with these arguments would run, in set_overrides' syntax (gk_gemma3_attention_plan).
+GK_API Status gemma3_attention_plan(gk_handle_t handle, const Gemma3AttentionConfig& config,
+                                    const Gemma3AttentionTensors& tensors, std::string* plan);
+
 GK_API Status audio_qkv_check(const AudioQkvConfig& config, const AudioQkvTensors& tensors);
 GK_API Status audio_qkv_workspace_size(const AudioQkvConfig& config, size_t* bytes);
 GK_API Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& config, const AudioQkvTensors& tensors,
                                 void* workspace, size_t workspace_bytes, gk_stream_t stream);
+GK_API Status audio_qkv_plan(gk_handle_t handle, const AudioQkvConfig& config, const AudioQkvTensors& tensors,
+                             std::string* plan);
 
 }  // namespace gk
 

@@ -1,5 +1,6 @@
 // The C ABI: each entry point forwards to the C++ API and keeps the failure message per thread. No exception
 // crosses this boundary.
+#include <algorithm>
 #include <exception>
 #include <initializer_list>
 #include <utility>
@@ -42,6 +43,17 @@ gk::Status null_args(const char* op, std::initializer_list<std::pair<const char*
   return gk::Status::Ok();
 }
 
+// A string into a caller's buffer of `len` bytes, NUL-terminated, or an error naming the length it needs.
+gk::Status copy_out(const char* op, const std::string& s, char* buf, size_t len) {
+  if (s.size() + 1 > len) {
+    return gk::Status(GK_STATUS_INVALID_ARGUMENT, std::string(op) + ": the plan needs a buffer of " +
+                                                       std::to_string(s.size() + 1) + " bytes, got " + std::to_string(len));
+  }
+  std::copy(s.begin(), s.end(), buf);
+  buf[s.size()] = '\0';
+  return gk::Status::Ok();
+}
+
 }  // namespace
 
 extern "C" {
@@ -68,6 +80,10 @@ gk_status gk_handle_create(gk_handle_t* handle) {
 gk_status gk_handle_destroy(gk_handle_t handle) {
   delete handle;
   return finish(gk::Status::Ok());
+}
+
+gk_status gk_handle_set_overrides(gk_handle_t handle, const char* spec) {
+  return guarded("gk_handle_set_overrides", [&] { return gk::set_overrides(handle, spec); });
 }
 
 const char* gk_last_error_message(void) { return g_last_error.c_str(); }
@@ -116,6 +132,16 @@ gk_status gk_gemma3_attention_forward(gk_handle_t handle, const gk_gemma3_attent
   });
 }
 
+gk_status gk_gemma3_attention_plan(gk_handle_t handle, const gk_gemma3_attention_config* config,
+                                   const gk_gemma3_attention_tensors* tensors, char* buf, size_t len) {
+  return guarded("gemma3_attention", [&] {
+    GK_RETURN_IF_ERROR(null_args("gemma3_attention", {{"config", config}, {"tensors", tensors}, {"buf", buf}}));
+    std::string plan;
+    GK_RETURN_IF_ERROR(gk::gemma3_attention_plan(handle, *config, *tensors, &plan));
+    return copy_out("gemma3_attention", plan, buf, len);
+  });
+}
+
 gk_status gk_audio_qkv_check(const gk_audio_qkv_config* config, const gk_audio_qkv_tensors* tensors) {
   return guarded("audio_qkv", [&] {
     GK_RETURN_IF_ERROR(null_args("audio_qkv", {{"config", config}, {"tensors", tensors}}));
@@ -136,6 +162,16 @@ gk_status gk_audio_qkv_forward(gk_handle_t handle, const gk_audio_qkv_config* co
   return guarded("audio_qkv", [&] {
     GK_RETURN_IF_ERROR(null_args("audio_qkv", {{"config", config}, {"tensors", tensors}}));
     return gk::audio_qkv_forward(handle, *config, *tensors, workspace, workspace_bytes, stream);
+  });
+}
+
+gk_status gk_audio_qkv_plan(gk_handle_t handle, const gk_audio_qkv_config* config, const gk_audio_qkv_tensors* tensors,
+                            char* buf, size_t len) {
+  return guarded("audio_qkv", [&] {
+    GK_RETURN_IF_ERROR(null_args("audio_qkv", {{"config", config}, {"tensors", tensors}, {"buf", buf}}));
+    std::string plan;
+    GK_RETURN_IF_ERROR(gk::audio_qkv_plan(handle, *config, *tensors, &plan));
+    return copy_out("audio_qkv", plan, buf, len);
   });
 }
 

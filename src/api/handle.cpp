@@ -10,6 +10,8 @@
 
 #include "common/cuda_check.hpp"
 #include "common/workspace.hpp"
+#include "audio_qkv/launchers.hpp"
+#include "projection/projection.hpp"
 
 namespace gk {
 
@@ -17,6 +19,11 @@ Status Handle::init() {
   reset();
   const gk_status s = gk_handle_create(&h_);
   return s == GK_STATUS_SUCCESS ? Status::Ok() : Status(s, gk_last_error_message());
+}
+
+Status set_overrides(gk_handle_t handle, const char* spec) {
+  if (handle == nullptr) return detail::error(GK_STATUS_INVALID_ARGUMENT, "gk_handle_set_overrides: handle is null");
+  return detail::parse_overrides(spec, &handle->overrides);
 }
 
 namespace detail {
@@ -29,6 +36,10 @@ Status create_handle(gk_handle_t* out) {
   GK_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&h->device), "gk_handle_create", "cudaGetDevice"));
   GK_RETURN_IF_ERROR(h->gemm.init());
   GK_RETURN_IF_ERROR(h->side.init());
+  GK_RETURN_IF_ERROR(overrides_from_env(&h->overrides));
+  GK_RETURN_IF_ERROR(sm_count("gk_handle_create", &h->device_info.sms));
+  GK_RETURN_IF_ERROR(gemma3::query_splitk_proj_residency(&h->device_info));
+  GK_RETURN_IF_ERROR(audio::query_audio_residency(&h->device_info));
   // Distinct across handles and processes; random_device may throw where it has no source, and the clock and the
   // handle's address still differ then.
   uint64_t seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) * 0x9e3779b97f4a7c15ull ^

@@ -8,7 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/device_props.hpp"
 #include "common/gemm.hpp"
+#include "common/overrides.hpp"
 
 namespace gk::detail {
 
@@ -68,6 +70,8 @@ struct gk_handle_st {
   int device = 0;
   gk::detail::GemmRunner gemm;
   gk::detail::SideStream side;
+  gk::detail::DeviceInfo device_info;  // queried at creation: what the planners know of the device
+  gk::detail::Overrides overrides;     // pinned planner choices (gk_handle_set_overrides; GK_OVERRIDES at creation)
   // The next call's epoch (a random start at creation; head_gemm's launcher keeps its low 56 bits): tags the
   // cross-CTA state a launch keeps in the caller's workspace, so that what the workspace held before reads as stale
   // (head_gemm/stream_k.cuh).

@@ -1,18 +1,16 @@
-// The audio QKV operator: contract checks and orchestration. tf32 mode is one fused Hopper kernel (projections on
-// tf32 tensor cores, v's inputs rounded to nearest, norms in the epilogue): on shapes whose tiles fit in one wave
-// the split kernel (qkv_tf32_splitk_sm90.cuh), beyond it the persistent head-tiled GEMM (projection/head_gemm) after a pass
-// that rounds v's weights into the workspace (q and k read their operands truncated: their norm removes
-// truncation's bias, qkv_tf32_splitk_sm90.cuh). Exact mode is the split kernel's structure on 3xTF32 with
-// per-K-block promotion (qkv_tf32x3_splitk_sm90.cuh). Where no fused kernel takes the shape, or a developer override
-// pins it, three cuBLASLt GEMMs (fast-tf32, whose kernels round their operands to nearest as the GPU test
-// AudioRounding checks, or fp32 FMA) run and normalize q and k in place beside the next GEMM. (3xTF32 through
-// cuBLASLt was measured and dropped: docs/perf-log.md v5.5.)
+// The audio QKV operator: contract checks and the execution of its plan (plan.cpp): one fused Hopper kernel in
+// tf32 mode (the split-K kernel within one wave, the persistent head-tiled GEMM beyond; v's inputs rounded to nearest,
+// q's and k's truncated, whose norm removes truncation's bias) and the split-K 3xTF32 kernel in exact mode; three
+// cuBLASLt GEMMs (fast-tf32, whose kernels round their operands to nearest as the GPU test AudioRounding checks, or
+// fp32 FMA) and the norm kernel beside the next GEMM where the plan says so.
 #include <cmath>
 #include <cstdint>
 
 #include "audio_qkv/launchers.hpp"
+#include "audio_qkv/plan.hpp"
 #include "audio_qkv/params.hpp"
 #include "common/checked_math.hpp"
+#include "common/cuda_check.hpp"
 #include "common/gemm.hpp"
 #include "common/status_util.hpp"
 #include "common/tensor_check.hpp"
@@ -79,7 +77,7 @@ Layout carve(const AudioQkvConfig& c, void* base) {
     l.rounded_floats = audio::tf32_scratch_floats(c.batch * c.seq_len, c.hidden, c.num_heads);
     l.rounded = w.take<float>(l.rounded_floats);
   } else {
-    l.split_floats = audio::exact_split_scratch_floats(c.batch * c.seq_len, c.hidden, c.num_heads);
+    l.split_floats = audio::exact_scratch_floats(c.batch * c.seq_len, c.hidden, c.num_heads);
     l.split_a = w.take<float>(l.split_floats);
   }
   l.bytes = w.bytes();
@@ -121,6 +119,16 @@ Status audio_qkv_workspace_size(const AudioQkvConfig& config, size_t* bytes) {
   return Status::Ok();
 }
 
+Status audio_qkv_plan(gk_handle_t handle, const AudioQkvConfig& c, const AudioQkvTensors& t, std::string* description) {
+  GK_RETURN_IF_ERROR(audio_qkv_check(c, t));
+  GK_RETURN_IF_ERROR(detail::check_handle(kOp, handle));
+  audio::AudioPlan plan;
+  GK_RETURN_IF_ERROR(audio::plan_audio(c, handle->device_info, handle->overrides, /*capturing=*/false,
+                                       detail::kGemmWorkspaceBytes, &plan));
+  *description = detail::format_overrides(plan.chosen);
+  return Status::Ok();
+}
+
 Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const AudioQkvTensors& t, void* workspace,
                          size_t workspace_bytes, gk_stream_t stream_in) {
   GK_RETURN_IF_ERROR(audio_qkv_check(c, t));
@@ -130,15 +138,13 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
   const int64_t rows = c.batch * c.seq_len;
   const int64_t n = c.num_heads * c.head_dim;
 
-  bool fused = false;
-  audio::Tf32Path tf32_path = audio::Tf32Path::kCublas;
-  if (c.precision == GK_PRECISION_TF32) {
-    GK_RETURN_IF_ERROR(audio::qkv_gemm_tf32_chosen(rows, c.hidden, c.num_heads, &tf32_path));
-    fused = tf32_path != audio::Tf32Path::kCublas;
-  } else {
-    GK_RETURN_IF_ERROR(audio::qkv_gemm_exact_chosen(rows, c.hidden, c.num_heads, &fused));
-  }
-  if (fused) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  GK_RETURN_IF_ERROR(detail::cuda_status(cudaStreamIsCapturing(stream, &capture), kOp, "cudaStreamIsCapturing"));
+  audio::AudioPlan plan;
+  // The cuBLASLt workspace is idle on the fused paths: it holds the persistent kernel's stream-K state.
+  GK_RETURN_IF_ERROR(audio::plan_audio(c, handle->device_info, handle->overrides,
+                                       capture != cudaStreamCaptureStatusNone, detail::kGemmWorkspaceBytes, &plan));
+  if (plan.path != audio::AudioPath::kCublas) {
     audio::QkvGemmParams p{};
     p.hidden = static_cast<const float*>(t.hidden_states.data);
     p.wq = static_cast<const float*>(t.q_proj_weight.data);
@@ -153,13 +159,15 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
     p.k_dim = static_cast<int>(c.hidden);
     p.heads = static_cast<int>(c.num_heads);
     p.eps = c.eps;
-    if (tf32_path == audio::Tf32Path::kPersistent) {
-      // The cuBLASLt workspace is idle on this path: it holds the stream-K state.
-      return audio::launch_qkv_head_gemm_tf32(p, ws.rounded, ws.gemm_workspace, detail::kGemmWorkspaceBytes,
-                                              handle->next_epoch(), stream);
+    switch (plan.path) {
+      case audio::AudioPath::kPersistentTf32:
+        return audio::launch_qkv_tf32_persistent(p, plan, ws.rounded, ws.gemm_workspace, detail::kGemmWorkspaceBytes,
+                                                 handle->next_epoch(), stream);
+      case audio::AudioPath::kSplitkTf32:
+        return audio::launch_qkv_tf32_splitk(p, plan, ws.rounded, ws.rounded_floats, stream);
+      default:
+        return audio::launch_qkv_tf32x3_splitk(p, plan, ws.split_a, ws.split_floats, stream);
     }
-    return c.precision == GK_PRECISION_TF32 ? audio::launch_qkv_gemm_tf32(p, ws.rounded, ws.rounded_floats, stream)
-                                            : audio::launch_qkv_gemm_3xtf32(p, ws.split_a, ws.split_floats, stream);
   }
 
   const void* hidden = t.hidden_states.data;

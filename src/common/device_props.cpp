@@ -2,54 +2,22 @@
 
 #include <cuda_runtime_api.h>
 
-#include <map>
-#include <mutex>
-#include <tuple>
-
 #include "common/cuda_check.hpp"
 
 namespace gk::detail {
 
 Status sm_count(const char* op, int* count) {
-  constexpr int kMaxDevices = 64;
-  static std::mutex mu;
-  static int cached[kMaxDevices] = {};
   int device = 0;
   GK_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), op, "cudaGetDevice"));
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (device < kMaxDevices && cached[device] > 0) {
-      *count = cached[device];
-      return Status::Ok();
-    }
-  }
-  int n = 0;
-  GK_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device), op,
-                                 "cudaDeviceGetAttribute(multiProcessorCount)"));
-  if (device < kMaxDevices) {
-    std::lock_guard<std::mutex> lock(mu);
-    cached[device] = n;
-  }
-  *count = n;
-  return Status::Ok();
+  return cuda_status(cudaDeviceGetAttribute(count, cudaDevAttrMultiProcessorCount, device), op,
+                     "cudaDeviceGetAttribute(multiProcessorCount)");
 }
 
 Status max_active_clusters(const char* op, const void* kernel, int threads, size_t smem_bytes, int cluster_size,
                            int* clusters) {
-  using Key = std::tuple<int, const void*, int, size_t, int>;
-  static std::mutex mu;
-  static std::map<Key, int> cached;
-  int device = 0;
-  GK_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), op, "cudaGetDevice"));
-  const Key key{device, kernel, threads, smem_bytes, cluster_size};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    const auto it = cached.find(key);
-    if (it != cached.end()) {
-      *clusters = it->second;
-      return Status::Ok();
-    }
-  }
+  GK_RETURN_IF_ERROR(cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                      static_cast<int>(smem_bytes)),
+                                 op, "cudaFuncSetAttribute(dynamic shared memory)"));
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(1, 1, static_cast<unsigned>(cluster_size));
   cfg.blockDim = dim3(static_cast<unsigned>(threads));
@@ -63,14 +31,10 @@ Status max_active_clusters(const char* op, const void* kernel, int threads, size
   cfg.numAttrs = 1;
   int n = 0;
   if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
-    // Unanswerable here (e.g. under MPS limits): report no cluster of this size as resident, so callers take a
-    // grid without clusters instead of failing the call. The error is not sticky; clear it.
-    cudaGetLastError();
+    // Unanswerable here (e.g. under MPS limits): no cluster of this size counts as resident, so the planners take
+    // a grid without clusters instead of failing the call. The error is not sticky; clear it.
+    (void)cudaGetLastError();
     n = 0;
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    cached[key] = n;
   }
   *clusters = n;
   return Status::Ok();

@@ -1,17 +1,32 @@
-// Properties of the current CUDA device that launch decisions need, queried once per device.
+// What the planners need to know about the device, queried once when a handle is created (api/handle.cpp) and
+// passed to them as a value: launchers never query the device.
 #pragma once
+
+#include <cstddef>
 
 #include "gk/gk.hpp"
 
 namespace gk::detail {
 
-// Streaming multiprocessors of the current device (for persistent grids and split decisions).
+// Cluster sizes the split-K kernels may take (index = CTAs per cluster along K).
+inline constexpr int kMaxClusterSplit = 8;
+
+struct DeviceInfo {
+  int sms = 0;
+  // cudaOccupancyMaxActiveClusters of each split-K kernel's cluster form, by cluster size (0 where that size cannot
+  // be resident or was not asked). Clusters stay within a GPC, so this can be below sms / size.
+  int proj_splitk_clusters[2][kMaxClusterSplit + 1] = {};  // layer projection, [heads per tile - 1][size]
+  int audio_tf32_clusters[kMaxClusterSplit + 1] = {};      // audio tf32 split-K kernel (with rounding groups)
+  int audio_tf32x3_clusters[kMaxClusterSplit + 1] = {};    // audio exact (tf32x3) split-K kernel
+  int head_gemm_clusters = 0;                              // the persistent tf32 head GEMM, clusters of 2
+};
+
+// Streaming multiprocessors of the current device.
 Status sm_count(const char* op, int* count);
 
 // How many clusters of `cluster_size` CTAs (along one grid dimension) of `kernel` with this block size and dynamic
-// shared memory can be resident at once (cudaOccupancyMaxActiveClusters), cached per device, kernel and size.
-// Clusters are placed within one GPC, so this can be less than SMs / cluster_size: a grid with more clusters than
-// this runs a second wave. The kernel's shared-memory opt-in must already be set. 0 when the runtime cannot say.
+// shared memory can be resident at once (cudaOccupancyMaxActiveClusters); sets the kernel's shared-memory opt-in
+// first. 0 when the runtime cannot say.
 Status max_active_clusters(const char* op, const void* kernel, int threads, size_t smem_bytes, int cluster_size,
                            int* clusters);
 

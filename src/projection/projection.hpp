@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "common/device_props.hpp"
 #include "gk/gk.hpp"
 #include "projection/params.hpp"
 
@@ -13,7 +14,7 @@ namespace gk::gemma3 {
 // before anything else (so the attention behind the pass, which waits for the pass, also sees k and v), then lets
 // its dependents launch (launch_attention's `programmatic`).
 Status launch_norm_rope(const NormRopeParams& p, int head_dim, bool programmatic, cudaStream_t stream);
-// Operands of the head-tiled projection GEMM (see ProjGemmParams): A [m, k] row-major, each weight [heads * 128, k]
+// Operands of the split-K projection GEMM (see ProjGemmParams): A [m, k] row-major, each weight [heads * 128, k]
 // row-major, outputs as column ranges of buffers with one row stride; head_dim is 128.
 struct ProjGemmOperands {
   int64_t m = 0, k = 0;
@@ -35,17 +36,10 @@ struct ProjGemmOperands {
   uint64_t l2_prefetch_bytes = 0;
 };
 
-// Which kernel runs a projection: cuBLASLt (the default past one row tile, and the fallback for operands no fused
-// kernel takes), the split kernel (splitk_proj_gemm_sm90.cuh: K split over a cluster, the q|k|v default for a single row
-// tile) or the persistent head-tiled GEMM (projection/head_gemm; measured slower than cuBLASLt + the norm pass, so it
-// runs only when pinned), on its cooperative or its ping-pong schedule.
-enum class ProjPath { kCublas, kSplit };
-
-// The path for these operands. `fused_by_default`: the split kernel wins for this projection at one row tile (q|k|v
-// with its norm and RoPE), otherwise cuBLASLt is the default. GK_PROJ_PATH=fused|cublas|split|persistent|pingpong
-// pins the choice for every shape the pinned kernel can take (fused: the split kernel for one row tile, the
-// persistent one beyond).
-Status proj_path_chosen(const ProjGemmOperands& o, bool fused_by_default, ProjPath* path);
-Status launch_proj_gemm(const ProjGemmOperands& o, ProjPath path, cudaStream_t stream);
+struct SplitkProjPlan;  // splitk_proj_plan.hpp
+// The split-K kernels' cluster residency, by cluster size, into the device description (at handle creation).
+Status query_splitk_proj_residency(detail::DeviceInfo* dev);
+// Runs the split-K projection GEMM on operands splitk_proj_supported() accepts, tiled as `plan` says.
+Status launch_splitk_proj(const ProjGemmOperands& o, const SplitkProjPlan& plan, cudaStream_t stream);
 
 }  // namespace gk::gemma3

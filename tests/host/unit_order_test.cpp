@@ -74,7 +74,7 @@ TEST(UnitOrder, LaggedOrderIsAPermutationWithLateTilesBehind) {
 TEST(UnitOrder, FirstRoundOfQAndKTilesForTheAudioSuite) {
   const auto takes = [](long long rows) {
     const long long pairs = (rows + 255) / 256, units = pairs * 12;
-    const auto sk = plan_stream_k(static_cast<int>(units), 32, 66, false);
+    const auto sk = plan_stream_k(static_cast<int>(units), 32, 66);
     return first_round_early(units, pairs, 8, 66, sk.unit0, sk.run);
   };
   EXPECT_FALSE(takes(1024));  // 48 units: one round, v's tiles in it

@@ -11,17 +11,17 @@ namespace gk::head_gemm {
 // at most 0.6 full (on the H200's 66 clusters: M = 2048, 96 units, 54.9 -> 48.8 us; M = 6184, 300 units and a 0.55
 // full last round, 1.4 us faster; at M = 2164, a 0.64 full last round, it measured 2.3 us slower: docs/perf-log.md
 // v13, v14), over the last round and the one before (stream-K over every unit measured
-// slower from M = 2164 on); `any_fill` takes it whatever the fill, also for a single round. Runs are even (the tf32
+// slower from M = 2164 on). Runs are even (the tf32
 // loop's K-block pairs) and none may start inside a unit and end inside it too, so that a unit meets at most two
 // runs, cut once at the start of the second (stream_k.cuh).
 struct StreamKPlan {
   int unit0 = 0, run = 0;
 };
-inline StreamKPlan plan_stream_k(int units, int k_blocks, int clusters, bool any_fill) {
+inline StreamKPlan plan_stream_k(int units, int k_blocks, int clusters) {
   StreamKPlan plan;
   if (clusters < 2 || units < 1 || k_blocks < 2 || k_blocks % 2 != 0) return plan;
   const int last = units % clusters, full = units / clusters;
-  if (last == 0 || !(any_fill || (full >= 1 && 5 * last <= 3 * clusters))) return plan;
+  if (last == 0 || full < 1 || 5 * last > 3 * clusters) return plan;
   const int unit0 = full >= 1 ? (full - 1) * clusters : 0;
   const int64_t total = int64_t(units - unit0) * k_blocks;
   int64_t run = (total + clusters - 1) / clusters;

@@ -1,0 +1,133 @@
+#include "audio_qkv/plan.hpp"
+
+#include "common/splitk_choice.hpp"
+
+namespace gk::audio {
+
+namespace {
+
+// The planner's thresholds; docs/dispatch.md gives the measurements behind each.
+// The split-K kernels' tile: 128 rows x one head, K-blocks of 32 floats; grid.y holds the row tiles.
+constexpr int kBM = 128, kBK = 32;
+constexpr int64_t kMaxRowTiles = 65535;
+// The split-K tf32 kernel while its tiles fit one wave; past it the persistent kernel (perf log v7, v13).
+// The persistent kernel's time goes by rounds of clusters and cuBLASLt's by rows: at two or more rounds cuBLASLt's
+// smaller tiles win below this fill of the last round (v13).
+constexpr double kPersistentMinFill = 0.7;
+// v's CTAs round their weights in registers only with a K split (v19).
+constexpr bool kVRegistersNeedSplit = true;
+// The exact mode's prepared activations at most this many floats (256 MiB).
+constexpr int64_t kMaxExactScratchFloats = int64_t(64) << 20;
+using Tiling = head_gemm::Tf32Tiling;
+
+head_gemm::Operands shape_operands(int64_t rows, int64_t hidden, int64_t heads) {
+  head_gemm::Operands o;
+  o.m = rows;
+  o.k = hidden;
+  o.segments = 3;
+  for (int s = 0; s < 3; ++s) o.heads[s] = heads;
+  return o;
+}
+
+// The split-K kernels' K split and where they prepare the activations.
+void plan_splitk(const AudioQkvConfig& c, const int (&resident)[detail::kMaxClusterSplit + 1], int sms,
+                 int64_t scratch_floats, int a_parts, const detail::Overrides& ov, AudioPlan* p) {
+  const int64_t rows = c.batch * c.seq_len;
+  const int64_t tiles = (rows + kBM - 1) / kBM * 3 * c.num_heads;
+  const int k_blocks = static_cast<int>(c.hidden / kBK);
+  p->split = detail::choose_splitk(sms, resident, tiles, k_blocks, {4, 2}, /*even_k=*/true);
+  p->activations_prepass = ov.audio_activations != 1 && a_parts * rows * c.hidden <= scratch_floats;
+}
+
+}  // namespace
+
+bool splitk_supported(int64_t rows, int64_t hidden, int64_t heads) {
+  return rows <= kMaxRowTiles * kBM && hidden % kBK == 0 && hidden <= INT32_MAX && 3 * heads <= INT32_MAX;
+}
+
+int64_t tf32_scratch_floats(int64_t rows, int64_t hidden, int64_t heads) {
+  const int64_t w_floats = heads * 128 * hidden, a_floats = rows * hidden;
+  return a_floats <= 3 * w_floats && a_floats > w_floats ? a_floats : w_floats;
+}
+
+int64_t exact_scratch_floats(int64_t rows, int64_t hidden, int64_t heads) {
+  const int64_t floats = 2 * rows * hidden;
+  return splitk_supported(rows, hidden, heads) && floats <= kMaxExactScratchFloats ? floats : 0;
+}
+
+Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const detail::Overrides& ov, bool capturing,
+                  size_t sk_scratch_bytes, AudioPlan* plan) {
+  AudioPlan p;
+  const int64_t rows = c.batch * c.seq_len;
+  const bool splitk_ok = splitk_supported(rows, c.hidden, c.num_heads);
+  if (c.precision == GK_PRECISION_EXACT) {
+    if (splitk_ok && ov.audio_exact != 1) {
+      p.path = AudioPath::kSplitkTf32x3;
+      plan_splitk(c, dev.audio_tf32x3_clusters, dev.sms, exact_scratch_floats(rows, c.hidden, c.num_heads), 2, ov, &p);
+    }
+    p.chosen.audio_exact = p.path == AudioPath::kSplitkTf32x3 ? 0 : 1;
+    p.chosen.audio_activations = p.path == AudioPath::kSplitkTf32x3 ? (p.activations_prepass ? 0 : 1) : detail::kAuto;
+    *plan = p;
+    return Status::Ok();
+  }
+
+  const head_gemm::Operands shape = shape_operands(rows, c.hidden, c.num_heads);
+  const bool persistent_ok = head_gemm::shape_supported<Tiling>(shape) && dev.head_gemm_clusters >= 1;
+  const int64_t units = head_gemm::units_of<Tiling>(shape);
+  const bool one_wave = (rows + kBM - 1) / kBM * 3 * c.num_heads <= dev.sms;
+  if (ov.audio_tf32 == 0) {
+    if (splitk_ok) p.path = AudioPath::kSplitkTf32;
+  } else if (ov.audio_tf32 == 1) {
+    if (persistent_ok) p.path = AudioPath::kPersistentTf32;
+  } else if (ov.audio_tf32 == detail::kAuto) {
+    if (splitk_ok && one_wave) {
+      p.path = AudioPath::kSplitkTf32;
+    } else if (persistent_ok) {
+      int64_t rounds = 0;
+      double fill = 0.0;
+      head_gemm::unit_rounds(units, dev.head_gemm_clusters, &rounds, &fill);
+      p.path = rounds >= 2 && fill < kPersistentMinFill ? AudioPath::kCublas : AudioPath::kPersistentTf32;
+    }
+  }
+
+  if (p.path == AudioPath::kSplitkTf32) {
+    plan_splitk(c, dev.audio_tf32_clusters, dev.sms, tf32_scratch_floats(rows, c.hidden, c.num_heads), 1, ov, &p);
+    // q's and k's CTAs read truncated, so where the activations arrive rounded v's CTAs may round their weights in
+    // registers: the kernel then has no rounding warps. Its K-blocks go in pairs.
+    const bool wanted = ov.audio_v_weights == detail::kAuto ? (!kVRegistersNeedSplit || p.split > 1) : ov.audio_v_weights == 1;
+    p.v_registers = wanted && p.activations_prepass && (c.hidden / kBK / p.split) % 2 == 0;
+  } else if (p.path == AudioPath::kPersistentTf32) {
+    const int resident = dev.head_gemm_clusters;
+    const size_t sk_bytes = ov.audio_stream_k == 1 ? 0 : sk_scratch_bytes;
+    p.grid = head_gemm::plan_grid(static_cast<int>(units), static_cast<int>(c.hidden / Tiling::kBK), resident, sk_bytes);
+    // By the shape alone, not by who rounds v's weights: the order decides which tiles stream-K cuts, hence the
+    // bits, and a call gives the same bits whichever way they are rounded.
+    const bool pays = head_gemm::prep_pays<Tiling>(shape, p.grid, resident);
+    p.lag_last_segment = pays;
+    const bool slots = head_gemm::prep_slots_in(reinterpret_cast<void*>(256), sk_scratch_bytes) != nullptr;
+    p.v_round_in_kernel = (ov.audio_v_round == detail::kAuto ? pays : ov.audio_v_round == 0) && !capturing && slots;
+  }
+
+  const auto path_value = [&]() -> int8_t {
+    switch (p.path) {
+      case AudioPath::kSplitkTf32:
+        return 0;
+      case AudioPath::kPersistentTf32:
+        return 1;
+      default:
+        return 2;
+    }
+  };
+  p.chosen.audio_tf32 = path_value();
+  if (p.path == AudioPath::kSplitkTf32) {
+    p.chosen.audio_activations = p.activations_prepass ? 0 : 1;
+    p.chosen.audio_v_weights = p.v_registers ? 1 : 0;
+  } else if (p.path == AudioPath::kPersistentTf32) {
+    p.chosen.audio_stream_k = p.grid.sk.run > 0 ? 0 : 1;
+    p.chosen.audio_v_round = p.v_round_in_kernel ? 0 : 1;
+  }
+  *plan = p;
+  return Status::Ok();
+}
+
+}  // namespace gk::audio

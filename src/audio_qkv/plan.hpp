@@ -1,0 +1,50 @@
+// The audio QKV operator's planner: (config, device, overrides, stream state) -> an AudioPlan, a plain value that
+// says which kernel runs and how. Every threshold is in the table at the top of plan.cpp (docs/dispatch.md gives
+// the measurements); operator.cpp and qkv_launch.cu execute the plan and decide nothing.
+#pragma once
+
+#include <cstdint>
+
+#include "common/device_props.hpp"
+#include "common/overrides.hpp"
+#include "common/internal_api.hpp"
+#include "gk/gk.hpp"
+#include "projection/head_gemm/head_gemm_plan.hpp"
+
+namespace gk::audio {
+
+enum class AudioPath {
+  kCublas,      // cuBLASLt GEMMs (tf32 or fp32) + the norm kernel
+  kSplitkTf32,  // the split-K tf32 kernel (qkv_tf32_splitk_sm90.cuh)
+  kPersistentTf32,  // the persistent head GEMM (projection/head_gemm) with the audio epilogue
+  kSplitkTf32x3,    // the exact mode's split-K 3xTF32 kernel (qkv_tf32x3_splitk_sm90.cuh)
+};
+
+struct AudioPlan {
+  AudioPath path = AudioPath::kCublas;
+  // Split-K kernels.
+  int split = 1;                     // CTAs per cluster along K
+  bool activations_prepass = false;  // the activations prepared into the workspace by a pass (else in shared memory)
+  bool v_registers = false;          // tf32: v's CTAs round their weights in registers (the kernel without rounding warps)
+  // The persistent kernel.
+  head_gemm::GridPlan grid;          // clusters and the stream-K plan
+  bool v_round_in_kernel = false;    // v's weights rounded by the kernel's idle producer warps (else a pass first)
+  bool lag_last_segment = false;     // v's tiles of the first row pairs behind q's and k's (unit_order.hpp)
+  detail::Overrides chosen;          // the choices as override values (the plan's printable form)
+};
+
+// Grid limits of the split-K kernels (grid.y row tiles, a whole number of 32-float K-blocks, ints).
+GK_INTERNAL_API bool splitk_supported(int64_t rows, int64_t hidden, int64_t heads);
+// Workspace floats: tf32, v's rounded weights (persistent) or the rounded activations (split-K), whichever is larger,
+// the activations counted only up to three weights' worth; exact, the activations' two tf32 parts while they stay
+// within 256 MiB (else the kernel splits them in shared memory).
+GK_INTERNAL_API int64_t tf32_scratch_floats(int64_t rows, int64_t hidden, int64_t heads);
+GK_INTERNAL_API int64_t exact_scratch_floats(int64_t rows, int64_t hidden, int64_t heads);
+
+// `capturing`: the stream is capturing a CUDA graph (the kernel's own v rounding hands slices over under the call's
+// epoch, which a replay repeats, so a pass rounds them there). `sk_scratch_bytes`: the workspace the persistent
+// kernel may use for stream-K's state and the v rounding's slots.
+GK_INTERNAL_API Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const detail::Overrides& ov, bool capturing,
+                  size_t sk_scratch_bytes, AudioPlan* plan);
+
+}  // namespace gk::audio

@@ -1,0 +1,80 @@
+#include "gemma3_layer/plan.hpp"
+
+#include <cmath>
+#include <cstdint>
+
+#include "attention/params.hpp"
+#include "common/status_util.hpp"
+#include "common/workspace.hpp"
+#include "gemma3_layer/operands.hpp"
+
+namespace gk::gemma3 {
+
+namespace {
+
+// The planner's thresholds; docs/dispatch.md gives the measurements behind each.
+// The split-K q|k|v kernel (norm and RoPE in its epilogue) at a single row tile, where the weight stream bounds the
+// step and one kernel spread over most SMs beats cuBLASLt + the pass; past it cuBLASLt's mainloop wins (perf log v4,
+// v7, v22-v26).
+constexpr int64_t kSplitkMaxRows = 128;
+// W_o into L2 ahead of the O projection only at a single row tile, where that projection streams its weights;
+// with more rows it is compute-bound and the prefetch only slowed the attention (v12).
+constexpr int64_t kPrefetchMaxRows = 128;
+// A strided-batch GEMM's weight distance must fit what cuBLASLt's batch stride takes.
+constexpr uintptr_t kMaxBatchDistance = uintptr_t(1) << 40;
+
+}  // namespace
+
+Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const detail::DeviceInfo& dev,
+                  const detail::Overrides& ov, LayerPlan* plan) {
+  LayerPlan p;
+  const int64_t rows = c.batch * c.seq_len, D = c.head_dim, Hq = c.num_q_heads, Hkv = c.num_kv_heads;
+  // Sizes and alignment only: any 256-byte aligned base gives the workspace's alignment.
+  const LayerBuffers ws = carve_layer(c, reinterpret_cast<void*>(detail::WorkspaceCarver::kAlign));
+
+  // k and v as one strided-batch GEMM unless pinned separate; it decides the packed rows' column order everywhere.
+  const bool kv_batch_ok = ov.kv_gemm != 1;
+  const auto w_q = reinterpret_cast<uintptr_t>(t.q_proj_weight.data);
+  const auto w_k = reinterpret_cast<uintptr_t>(t.k_proj_weight.data);
+  const auto w_v = reinterpret_cast<uintptr_t>(t.v_proj_weight.data);
+  p.v_first = kv_batch_ok && w_v < w_k;
+
+  const ProjGemmOperands qkv = qkv_operands(c, t, ws, p.v_first);
+  const bool splitk_ok = D == kSplitkProjHeadDim && splitk_proj_supported(qkv);
+  if (splitk_ok && ov.qkv != 1) {
+    const SplitkProjPlan sp = plan_splitk_proj(qkv, dev);
+    const bool one_wave = rows <= kSplitkMaxRows && splitk_proj_tiles(qkv, 1) <= dev.sms;
+    if (ov.qkv == 0 || one_wave) {
+      p.qkv = QkvKernel::kSplitk;
+      p.splitk = sp;
+    }
+  }
+  if (p.qkv == QkvKernel::kCublas) {
+    const uintptr_t q_bytes = uintptr_t(Hq * D) * uintptr_t(c.hidden) * 2;
+    const uintptr_t kv_bytes = uintptr_t(Hkv * D) * uintptr_t(c.hidden) * 2;
+    const uintptr_t first_kv = p.v_first ? w_v : w_k, second_kv = p.v_first ? w_k : w_v;
+    p.qkv_one_gemm = kv_batch_ok && first_kv == w_q + q_bytes && second_kv == first_kv + kv_bytes;
+    const uintptr_t kv_distance = p.v_first ? w_k - w_v : w_v - w_k;
+    p.kv_batched = kv_batch_ok && kv_distance > 0 && kv_distance < kMaxBatchDistance;
+  }
+
+  const bool splitk = p.qkv == QkvKernel::kSplitk;
+  if (ov.o_prefetch == detail::kAuto) {
+    p.o_prefetch = rows > kPrefetchMaxRows ? OPrefetch::kNone : (splitk ? OPrefetch::kProjection : OPrefetch::kAttention);
+  } else {
+    p.o_prefetch = ov.o_prefetch == 0 ? OPrefetch::kNone : (ov.o_prefetch == 1 ? OPrefetch::kAttention : OPrefetch::kProjection);
+    if (p.o_prefetch == OPrefetch::kProjection && !splitk) p.o_prefetch = OPrefetch::kNone;  // only that kernel asks
+  }
+
+  GK_RETURN_IF_ERROR(plan_attention(attention_shape(attention_params(c, t, ws, p.v_first), static_cast<int>(D)), dev,
+                                    ov, &p.attention));
+
+  p.chosen.qkv = splitk ? 0 : 1;
+  p.chosen.kv_gemm = kv_batch_ok ? 0 : 1;
+  p.chosen.o_prefetch = static_cast<int8_t>(p.o_prefetch == OPrefetch::kNone ? 0 : (p.o_prefetch == OPrefetch::kAttention ? 1 : 2));
+  record_attention_choices(p.attention, &p.chosen);
+  *plan = p;
+  return Status::Ok();
+}
+
+}  // namespace gk::gemma3

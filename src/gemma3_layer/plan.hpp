@@ -1,0 +1,35 @@
+// The Gemma3 layer's planner: (config, tensors, device, overrides) -> a LayerPlan, a plain value that says which
+// kernel runs each step. Every threshold is in the table at the top of plan.cpp; docs/dispatch.md gives the
+// measurements behind them. layer.cpp executes a plan and decides nothing.
+#pragma once
+
+#include "attention/attention_plan.hpp"
+#include "common/device_props.hpp"
+#include "common/overrides.hpp"
+#include "common/internal_api.hpp"
+#include "gk/gk.hpp"
+#include "projection/splitk_proj_plan.hpp"
+
+namespace gk::gemma3 {
+
+enum class QkvKernel { kSplitk, kCublas };
+enum class OPrefetch { kNone, kAttention, kProjection };
+
+struct LayerPlan {
+  QkvKernel qkv = QkvKernel::kCublas;  // split-K kernel with norm and RoPE in its epilogue, or cuBLASLt + the pass
+  SplitkProjPlan splitk;               // qkv == kSplitk: its tiling
+  // The packed rows' column order: v's heads before k's where k and v run as one strided-batch GEMM from v's
+  // weights, which lie lower in memory (a batch stride must be positive).
+  bool v_first = false;
+  bool qkv_one_gemm = false;  // cuBLASLt: [Wq; Wk; Wv] back to back: one GEMM over all of N
+  bool kv_batched = false;    // cuBLASLt: k and v as one strided-batch GEMM (else two GEMMs, the pass beside v's)
+  OPrefetch o_prefetch = OPrefetch::kNone;  // who asks L2 for W_o ahead of the O projection
+  AttentionPlan attention;
+  bool attention_programmatic = false;  // the attention launches behind a kernel that lets dependents start early
+  detail::Overrides chosen;             // the choices above as override values (the plan's printable form)
+};
+
+GK_INTERNAL_API Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const detail::DeviceInfo& dev,
+                  const detail::Overrides& ov, LayerPlan* plan);
+
+}  // namespace gk::gemma3

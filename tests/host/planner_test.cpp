@@ -1,0 +1,203 @@
+// The planners (src/gemma3_layer/plan.cpp, src/attention/attention_plan.cpp, src/audio_qkv/plan.cpp) on a described
+// device: the dispatch table of docs/dispatch.md on the suites' shapes, pins, and the plan's printed form, which
+// pins the same plan when passed back. No GPU: planning looks at shapes, addresses and the device description only.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "audio_qkv/plan.hpp"
+#include "common/overrides.hpp"
+#include "gemma3_layer/plan.hpp"
+#include "suites.hpp"
+
+namespace {
+
+using gk::detail::DeviceInfo;
+using gk::detail::Overrides;
+
+// An H200-like description: 132 SMs; cluster residency as the occupancy query reports clusters confined to GPCs.
+DeviceInfo hopper() {
+  DeviceInfo d;
+  d.sms = 132;
+  for (int h = 0; h < 2; ++h) {
+    for (int s = 2; s <= gk::detail::kMaxClusterSplit; ++s) d.proj_splitk_clusters[h][s] = s <= 2 ? 66 : 120 / s;
+  }
+  d.audio_tf32_clusters[2] = d.audio_tf32x3_clusters[2] = 66;
+  d.audio_tf32_clusters[4] = d.audio_tf32x3_clusters[4] = 30;
+  d.head_gemm_clusters = 66;
+  return d;
+}
+
+Overrides pins(const char* spec) {
+  Overrides o;
+  EXPECT_TRUE(gk::detail::parse_overrides(spec, &o).ok()) << spec;
+  return o;
+}
+
+// Tensors at made-up 256-byte aligned addresses: the planner reads addresses, never memory. `packed` lays the three
+// projection weights back to back ([Wq; Wk; Wv]); `v_low` puts v's weights below k's.
+struct FakeLayer {
+  gk_gemma3_attention_config c{};
+  gk_gemma3_attention_tensors t{};
+  FakeLayer(int64_t b, int64_t s, bool packed = false, bool v_low = false) {
+    c = {b, s, 3072, 24, 8, 128, 50.f, 1e-6f, 1.f, 0.f, GK_MASK_CAUSAL};
+    const auto at = [](uintptr_t a) { return reinterpret_cast<void*>(a); };
+    const uintptr_t q_bytes = 24 * 128 * 3072 * 2, kv_bytes = 8 * 128 * 3072 * 2, base = uintptr_t(1) << 32;
+    t.hidden_states.data = at(base - (uintptr_t(1) << 28));
+    t.cos.data = at(base - (uintptr_t(2) << 28));
+    t.sin.data = at(base - (uintptr_t(3) << 28));
+    t.q_proj_weight.data = at(base);
+    uintptr_t k = packed ? base + q_bytes : base + (uintptr_t(1) << 26);
+    uintptr_t v = packed ? k + kv_bytes : base + (uintptr_t(2) << 26);
+    if (v_low) std::swap(k, v);
+    t.k_proj_weight.data = at(k);
+    t.v_proj_weight.data = at(v);
+    t.o_proj_weight.data = at(base + (uintptr_t(3) << 26));
+    t.q_norm_weight.data = at(base + (uintptr_t(4) << 26));
+    t.k_norm_weight.data = at(base + (uintptr_t(4) << 26) + 256);
+  }
+  gk::gemma3::LayerPlan plan(const Overrides& ov = Overrides()) const {
+    gk::gemma3::LayerPlan p;
+    EXPECT_TRUE(gk::gemma3::plan_layer(c, t, hopper(), ov, &p).ok());
+    return p;
+  }
+};
+
+TEST(LayerPlanner, SuiteDispatch) {
+  using gk::gemma3::AttentionKernel;
+  using gk::gemma3::OPrefetch;
+  using gk::gemma3::QkvKernel;
+  for (const auto& w : gk_testkit::builtin_suite("047").workloads) {
+    SCOPED_TRACE("B=" + std::to_string(w.batch) + " S=" + std::to_string(w.seq_len));
+    const FakeLayer f(w.batch, w.seq_len);
+    const auto p = f.plan();
+    const int64_t rows = w.batch * w.seq_len;
+    // The split-K q|k|v kernel at a single row tile, cuBLASLt + the pass beyond; W_o prefetched only there.
+    EXPECT_EQ(p.qkv, rows <= 128 ? QkvKernel::kSplitk : QkvKernel::kCublas);
+    EXPECT_EQ(p.o_prefetch, rows <= 128 ? OPrefetch::kProjection : OPrefetch::kNone);
+    if (p.qkv == QkvKernel::kSplitk) {
+      EXPECT_EQ(p.splitk.heads_per_tile, 1);
+      EXPECT_GT(p.splitk.split, 1);  // 40 head tiles spread over most SMs
+    }
+    // The sm90 kernel unless its 128-row tiles number fewer than half the SMs: only (1, 128) has 24.
+    const int64_t tiles = (w.seq_len + 127) / 128 * w.batch * 24;
+    EXPECT_EQ(p.attention.kernel, 2 * tiles >= 132 ? AttentionKernel::kSm90 : AttentionKernel::kSm80);
+    if (p.attention.kernel == AttentionKernel::kSm90) {
+      EXPECT_TRUE(p.attention.fixed_softmax);  // softcap 50, causal
+      EXPECT_TRUE(p.attention.o_tma);
+      EXPECT_EQ(p.attention.tail_rows, w.seq_len % 128 == 0 ? 0 : (w.seq_len % 128 + 7) / 8 * 8 * 3 <= 128
+                                                                       ? (w.seq_len % 128 + 7) / 8 * 8
+                                                                       : 0);
+      EXPECT_LE(p.attention.grid, 132);
+    }
+    // Separate allocations on the cuBLASLt path: k and v as one strided-batch GEMM, q|k|v not one GEMM.
+    EXPECT_EQ(p.kv_batched, p.qkv == QkvKernel::kCublas);
+    EXPECT_FALSE(p.qkv_one_gemm);
+  }
+}
+
+TEST(LayerPlanner, PrintedPlanPinsTheSamePlan) {
+  for (const auto& w : gk_testkit::builtin_suite("047").workloads) {
+    const FakeLayer f(w.batch, w.seq_len);
+    const auto p = f.plan();
+    const std::string printed = gk::detail::format_overrides(p.chosen);
+    const auto again = f.plan(pins(printed.c_str()));
+    EXPECT_EQ(gk::detail::format_overrides(again.chosen), printed);
+    EXPECT_EQ(again.qkv, p.qkv);
+    EXPECT_EQ(again.attention.kernel, p.attention.kernel);
+    EXPECT_EQ(again.attention.tail_rows, p.attention.tail_rows);
+    EXPECT_EQ(again.attention.fixed_softmax, p.attention.fixed_softmax);
+    EXPECT_EQ(again.o_prefetch, p.o_prefetch);
+  }
+}
+
+TEST(LayerPlanner, PinsApplyWhereTheirKernelRuns) {
+  using gk::gemma3::AttentionKernel;
+  using gk::gemma3::QkvKernel;
+  const FakeLayer small(1, 128), large(1, 8192);
+  EXPECT_EQ(large.plan(pins("attention.kernel=sm80")).attention.kernel, AttentionKernel::kSm80);
+  EXPECT_EQ(small.plan(pins("attention.kernel=sm90")).attention.kernel, AttentionKernel::kSm90);
+  EXPECT_EQ(small.plan(pins("qkv=cublas")).qkv, QkvKernel::kCublas);
+  EXPECT_EQ(large.plan(pins("qkv=splitk")).qkv, QkvKernel::kSplitk);
+  EXPECT_EQ(large.plan(pins("qkv=splitk")).splitk.heads_per_tile, 2);
+  EXPECT_FALSE(large.plan(pins("attention.softmax=running")).attention.fixed_softmax);
+  EXPECT_FALSE(large.plan(pins("attention.store=direct")).attention.o_tma);
+  const FakeLayer tail(4, 2053);
+  EXPECT_EQ(tail.plan().attention.tail_rows, 8);
+  EXPECT_EQ(tail.plan(pins("attention.tail=separate")).attention.tail_rows, 0);
+  // o_prefetch=projection asks the split-K kernel, which does not run at 8192 rows: nobody prefetches.
+  EXPECT_EQ(large.plan(pins("o_prefetch=projection")).o_prefetch, gk::gemma3::OPrefetch::kNone);
+  EXPECT_EQ(large.plan(pins("o_prefetch=attention")).o_prefetch, gk::gemma3::OPrefetch::kAttention);
+}
+
+TEST(LayerPlanner, WeightLayoutDecidesTheGemmsAndTheColumnOrder) {
+  const FakeLayer packed(2, 512, /*packed=*/true), v_low(2, 512, /*packed=*/false, /*v_low=*/true);
+  EXPECT_TRUE(packed.plan().qkv_one_gemm);
+  EXPECT_FALSE(packed.plan(pins("kv_gemm=separate")).qkv_one_gemm);
+  EXPECT_TRUE(v_low.plan().v_first);
+  EXPECT_FALSE(v_low.plan(pins("kv_gemm=separate")).v_first);
+  EXPECT_FALSE(v_low.plan(pins("kv_gemm=separate")).kv_batched);
+}
+
+gk::audio::AudioPlan audio_plan(int64_t b, int64_t s, gk_precision precision, const Overrides& ov = Overrides(),
+                                bool capturing = false) {
+  const gk_audio_qkv_config c{b, s, 1024, 8, 128, 1e-6f, precision};
+  gk::audio::AudioPlan p;
+  EXPECT_TRUE(gk::audio::plan_audio(c, hopper(), ov, capturing, size_t(32) << 20, &p).ok());
+  return p;
+}
+
+TEST(AudioPlanner, SuiteDispatch) {
+  using gk::audio::AudioPath;
+  for (const auto& w : gk_testkit::builtin_suite("054").workloads) {
+    const int64_t rows = w.batch * w.seq_len;
+    SCOPED_TRACE("M=" + std::to_string(rows));
+    const auto p = audio_plan(w.batch, w.seq_len, GK_PRECISION_TF32);
+    const int64_t tiles = (rows + 127) / 128 * 24;
+    if (tiles <= 132) {
+      EXPECT_EQ(p.path, AudioPath::kSplitkTf32);
+      EXPECT_TRUE(p.activations_prepass);
+      EXPECT_EQ(p.v_registers, p.split > 1);
+    } else {
+      EXPECT_EQ(p.path, AudioPath::kPersistentTf32);
+      // Stream-K where the last round of whole units is at most 0.6 full: M = 2048 and 6184 in the suite.
+      EXPECT_EQ(p.grid.sk.run > 0, rows == 2048 || rows == 6184);
+    }
+    const auto e = audio_plan(w.batch, w.seq_len, GK_PRECISION_EXACT);
+    EXPECT_EQ(e.path, AudioPath::kSplitkTf32x3);
+    EXPECT_TRUE(e.activations_prepass);
+  }
+}
+
+TEST(AudioPlanner, PinsAndCapture) {
+  using gk::audio::AudioPath;
+  EXPECT_EQ(audio_plan(1, 128, GK_PRECISION_TF32, pins("audio.tf32=cublas")).path, AudioPath::kCublas);
+  EXPECT_EQ(audio_plan(1, 4096, GK_PRECISION_TF32, pins("audio.tf32=splitk")).path, AudioPath::kSplitkTf32);
+  EXPECT_EQ(audio_plan(1, 128, GK_PRECISION_TF32, pins("audio.tf32=persistent")).path, AudioPath::kPersistentTf32);
+  EXPECT_EQ(audio_plan(2, 1024, GK_PRECISION_TF32, pins("audio.stream_k=off")).grid.sk.run, 0);
+  EXPECT_FALSE(audio_plan(1, 128, GK_PRECISION_TF32, pins("audio.activations=smem")).activations_prepass);
+  EXPECT_FALSE(audio_plan(1, 128, GK_PRECISION_TF32, pins("audio.v_weights=smem")).v_registers);
+  EXPECT_EQ(audio_plan(1, 128, GK_PRECISION_EXACT, pins("audio.exact=cublas")).path, AudioPath::kCublas);
+  // The kernel's own v rounding hands slices over under the call's epoch: never under capture.
+  EXPECT_TRUE(audio_plan(1, 8192, GK_PRECISION_TF32, pins("audio.v_round=kernel")).v_round_in_kernel);
+  EXPECT_FALSE(audio_plan(1, 8192, GK_PRECISION_TF32, pins("audio.v_round=kernel"), true).v_round_in_kernel);
+  EXPECT_FALSE(audio_plan(1, 8192, GK_PRECISION_TF32, pins("audio.v_round=pass")).v_round_in_kernel);
+}
+
+TEST(AudioPlanner, PrintedPlanPinsTheSamePlan) {
+  for (const auto& w : gk_testkit::builtin_suite("054").workloads) {
+    for (const gk_precision prec : {GK_PRECISION_TF32, GK_PRECISION_EXACT}) {
+      const auto p = audio_plan(w.batch, w.seq_len, prec);
+      const std::string printed = gk::detail::format_overrides(p.chosen);
+      const auto again = audio_plan(w.batch, w.seq_len, prec, pins(printed.c_str()));
+      EXPECT_EQ(gk::detail::format_overrides(again.chosen), printed);
+      EXPECT_EQ(again.path, p.path);
+      EXPECT_EQ(again.split, p.split);
+      EXPECT_EQ(again.grid.sk.run, p.grid.sk.run);
+      EXPECT_EQ(again.v_round_in_kernel, p.v_round_in_kernel);
+    }
+  }
+}
+
+}  // namespace
