@@ -63,6 +63,7 @@ gk_testkit::WorkloadResult bench_case(const Case& c, const BenchOptions& o, cons
                             : gk_testkit::OperatorProblem::make(c.a));
   }
   const gk_testkit::InputOptions inputs;  // the suites' recipe
+  check_ok(sets[0]->plan(handle, &w.plan));
 
   auto& k = w.check;
   k.atol = c.atol;
@@ -184,6 +185,10 @@ int bench(const BenchOptions& o_in) {
   cudaStreamDestroy(stream);
 
   std::fputs(gk_testkit::format_table(report).c_str(), stdout);
+  std::printf("\nplans (gk_handle_set_overrides / GK_OVERRIDES syntax):\n");
+  for (const auto& s : report.suites) {
+    for (const auto& w : s.workloads) std::printf("  %s %-14s %s\n", s.id.c_str(), w.label.c_str(), w.plan.c_str());
+  }
   if (o.breakdown) std::fputs(("\n" + gk_testkit::format_breakdown(report)).c_str(), stdout);
   if (!o.json.empty()) {
     std::ofstream f(o.json);

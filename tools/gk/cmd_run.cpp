@@ -127,6 +127,9 @@ int run(const RunOptions& o) {
                             : gk_testkit::OperatorProblem::make(c.a);
     Row row;
     row.label = run_label(c);
+    std::string plan;
+    const gk::Status ps = problem->plan(handle.get(), &plan);
+    std::printf("%s plan: %s\n", run_label(c).c_str(), ps.ok() ? plan.c_str() : ps.message().c_str());
     for (int r = 0; r < o.rounds; ++r) {
       const uint64_t s = seed + static_cast<uint64_t>(r);
       const gk::Status st = problem->run_fresh(s, inputs, handle.get(), stream);

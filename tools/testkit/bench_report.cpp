@@ -115,6 +115,7 @@ nlohmann::json to_json(const BenchReport& r) {
       }
       js["workloads"].push_back({
           {"label", w.label},
+          {"plan", w.plan},
           {"batch", w.batch},
           {"seq_len", w.seq_len},
           {"flops", w.cost.flops},
@@ -214,6 +215,7 @@ std::string format_breakdown(const BenchReport& r) {
     for (const auto& w : s.workloads) {
       if (w.activities.empty()) continue;
       out += "suite " + s.id + " " + w.label + ": kernels in launch order (median start, duration, gap before)\n";
+      if (!w.plan.empty()) out += "  plan: " + w.plan + "\n";
       double prev_end = 0, busy = 0;
       for (const auto& a : w.activities) {
         // Kernel names are long mangled or templated strings: the part before the first '(' or '<' is enough.

@@ -34,6 +34,7 @@ struct Correctness {
 
 struct WorkloadResult {
   std::string label;  // "B=4 S=2053"
+  std::string plan;   // the plan the call ran, in the override syntax (gk_*_plan)
   int64_t batch = 0, seq_len = 0;
   Cost cost;
   Floor floor, floor_full;

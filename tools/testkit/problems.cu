@@ -411,6 +411,13 @@ std::array<Judgement, 3> AudioProblem::judge(double atol, double rtol, cudaStrea
 // ---------------------------------------------------------------------------------------------------------------
 namespace {
 
+gk::Status plan_of(gk_handle_t h, const Gemma3Problem& p, std::string* out) {
+  return gk::gemma3_attention_plan(h, p.config(), p.tensors(), out);
+}
+gk::Status plan_of(gk_handle_t h, const AudioProblem& p, std::string* out) {
+  return gk::audio_qkv_plan(h, p.config(), p.tensors(), out);
+}
+
 class Gemma3Operator : public OperatorProblem {
  public:
   Gemma3Operator(const gk_gemma3_attention_config& c, WeightLayout weights) : p_(c, 0, weights) {}
@@ -418,6 +425,7 @@ class Gemma3Operator : public OperatorProblem {
     return p_.run_fresh(gemma3_recipe(seed, in), h, s);
   }
   gk::Status run(gk_handle_t h, cudaStream_t s) override { return p_.run(h, s); }
+  gk::Status plan(gk_handle_t h, std::string* out) const override { return plan_of(h, p_, out); }
   std::vector<std::pair<std::string, Judgement>> check(double atol, double rtol, bool cpu, cudaStream_t s) override {
     cpu ? p_.run_cpu_reference(s) : p_.run_gpu_reference(s);
     return {{"out", p_.judge(atol, rtol, s)}};
@@ -434,6 +442,7 @@ class AudioOperator : public OperatorProblem {
     return p_.run_fresh(audio_recipe(seed, in), h, s);
   }
   gk::Status run(gk_handle_t h, cudaStream_t s) override { return p_.run(h, s); }
+  gk::Status plan(gk_handle_t h, std::string* out) const override { return plan_of(h, p_, out); }
   std::vector<std::pair<std::string, Judgement>> check(double atol, double rtol, bool cpu, cudaStream_t s) override {
     cpu ? p_.run_cpu_reference(s) : p_.run_gpu_reference(s);
     const auto j = p_.judge(atol, rtol, s);

@@ -177,6 +177,8 @@ class OperatorProblem {
 
   virtual gk::Status run_fresh(uint64_t seed, const InputOptions& in, gk_handle_t handle, cudaStream_t stream) = 0;
   virtual gk::Status run(gk_handle_t handle, cudaStream_t stream) = 0;
+  // The plan a call runs with this handle (gk_*_plan: the choices in the override syntax).
+  virtual gk::Status plan(gk_handle_t handle, std::string* plan) const = 0;
   // The last output against the GPU (or CPU) reference, one judgement per output tensor ("out"; "q", "k", "v").
   virtual std::vector<std::pair<std::string, Judgement>> check(double atol, double rtol, bool cpu_reference,
                                                                cudaStream_t stream) = 0;
