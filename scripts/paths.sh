@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Times one library build under several developer overrides (e.g. GK_PROJ_PATH=cublas against the automatic
+# Times one library build under several plans (GK_OVERRIDES specs, e.g. "qkv=cublas" against the planner's
 # choice) on a suite, in alternating order (configuration 1 2 3, then 3 2 1, ...), so that machine drift hits
 # every configuration alike; each run checks every workload first (gk bench's own check, --rounds 1). Prints, per
 # workload, the median of each run, and each run's suite mean.
 #
 #   scripts/paths.sh SUITE ROUNDS "CONFIG" ["CONFIG" ...] [-- gk bench options...]
 #
-# A CONFIG is a space-separated list of VAR=value assignments ("" for the defaults). GK_BUILD_DIR picks the build
-# (default build).
+# A CONFIG is an override spec in GK_OVERRIDES' syntax ("" for the planner's choices; docs/dispatch.md lists the
+# keys). GK_BUILD_DIR picks the build (default build).
 set -uo pipefail
 if [ $# -lt 3 ]; then
   echo "usage: $0 SUITE ROUNDS CONFIG [CONFIG...] [-- gk bench options]" >&2
@@ -30,8 +30,7 @@ for r in $(seq 1 "$ROUNDS"); do
     c=$i
     [ $((r % 2)) -eq 0 ] && c=$((n - 1 - i))
     out="$TMP/run-$c-$r.txt"
-    # shellcheck disable=SC2086
-    if ! env ${CONFIGS[$c]} "$GK" bench --suite "$SUITE" --rounds 1 "${EXTRA[@]}" > "$out" 2>&1; then
+    if ! env GK_OVERRIDES="${CONFIGS[$c]}" "$GK" bench --suite "$SUITE" --rounds 1 "${EXTRA[@]}" > "$out" 2>&1; then
       echo "paths.sh: gk bench failed under '${CONFIGS[$c]}':" >&2
       grep -E "FAIL|error|rror" "$out" | head -5 >&2
       tail -3 "$out" >&2

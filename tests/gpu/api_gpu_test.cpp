@@ -20,7 +20,7 @@ using gk_test::GpuTest;
 TEST_F(GpuTest, SmallGraphCaptureMatchesEager) {
   // The layer at 154 rows takes cuBLASLt (k and v batched where the weights allow, the norm pass and the attention
   // programmatic behind it, in additive mode the mask classification and the tile lists in between, programmatic
-  // too; with GK_KV_GEMM=separate the norm pass on the side stream); at 120 rows the split q|k|v kernel with the
+  // too; with kv_gemm=separate the norm pass on the side stream); at 120 rows the split-K q|k|v kernel with the
   // attention launched programmatically behind it (causal) or behind the tile lists (additive), and the O
   // projection's weights prefetched.
   std::vector<std::unique_ptr<gk_testkit::Gemma3Problem>> gs;

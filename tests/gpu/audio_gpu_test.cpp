@@ -228,7 +228,7 @@ INSTANTIATE_TEST_SUITE_P(Rounding, AudioRounding, ::testing::ValuesIn(rounding_c
 // units (the last row tile ragged), one round of whole units and then stream-K; 4096 rows are 192 units of whole
 // units round-robin; at 3000 and 4096 the eager calls round v's weights in the kernel. (Whether stream-K runs
 // depends on the resident cluster count: on other GPUs these shapes may take whole units only; gpu-check also runs
-// every audio test with GK_AUDIO_STREAM_K=any-fill and with GK_AUDIO_V_ROUND=pass, fused and fused-fallback.)
+// these tests with the persistent kernel pinned and with audio.v_round=kernel.)
 class AudioCrossCta : public GpuParamTest<int64_t> {};
 
 TEST_P(AudioCrossCta, RepeatsAndReplaysGiveEagerBits) {
@@ -321,8 +321,9 @@ TEST_P(AudioNan, NanAndInfPropagate) {
   GK_TK_CUDA(cudaMemcpy(wv.data(), t.v_proj_weight.data, wv.size() * sizeof(float), cudaMemcpyDeviceToHost));
   const bool tf32 = GetParam().precision == GK_PRECISION_TF32;
   // The fused kernels truncate q's and k's operands; cuBLASLt's fast-tf32 kernels round them.
-  const char* pinned = std::getenv("GK_AUDIO_TF32_PATH");
-  const bool qk_truncated = tf32 && !(pinned != nullptr && std::string(pinned) == "cublas");
+  std::string plan;
+  GK_ASSERT_OK(gk::audio_qkv_plan(handle(), p.config(), t, &plan));
+  const bool qk_truncated = tf32 && plan.find("audio.tf32=cublas") == std::string::npos;
   GK_ASSERT_OK(p.run(handle(), stream()));
   GK_TK_CUDA(cudaStreamSynchronize(stream()));
   for (int o = 0; o < 3; ++o) {

@@ -285,7 +285,7 @@ TEST_F(GpuTest, Gemma3CausalModeEqualsCausalMaskTensor) {
   // and the order of the key tiles (causal mode takes the diagonal one first), which moves the running maxima the
   // bf16 probabilities are rounded against (measured 1.5e-3 relative L2; below 1e-3 in the same order), and causal
   // mode's fixed softmax reference (fixed_softmax.hpp; additive mode keeps the running maximum at this S unless
-  // GK_ATTENTION_SOFTMAX=fixed pins the fixed one for its bounded blocks): 3.6e-3. Never a
+  // attention.softmax=fixed pins the fixed one for its bounded blocks): 3.6e-3. Never a
   // different set of keys: one key more or less per row moves the early rows by O(1), ~5e-2 overall.
   const Judgement j = gk_testkit::judge_host(oa.data(), ob.data(), int64_t(oa.size()), 1e-2, 1e-2);
   EXPECT_EQ(j.non_finite, 0);

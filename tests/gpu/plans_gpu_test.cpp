@@ -1,0 +1,105 @@
+// Every kernel on every shape it can take, in one process: the suites' workloads (and a few extra shapes) under each
+// pinned plan, set on the handle with gk_handle_set_overrides, judged with the official rule against the GPU
+// reference. The default plans are the other test files' business; here each pin forces a kernel, a tile packing, a
+// softmax form, a store or a weight layout onto shapes where the planner would not choose it.
+#include <string>
+#include <vector>
+
+#include "gpu_test_util.hpp"
+#include "problems.hpp"
+#include "suites.hpp"
+
+namespace {
+
+using gk_test::GpuParamTest;
+using gk_testkit::AudioProblem;
+using gk_testkit::Gemma3Problem;
+
+// Restores the handle's pins (GK_OVERRIDES at its creation, usually none) when the test ends.
+class Pinned {
+ public:
+  explicit Pinned(gk_handle_t h, const char* spec) : h_(h) { ok_ = gk::set_overrides(h, spec); }
+  ~Pinned() { (void)gk::set_overrides(h_, std::getenv("GK_OVERRIDES")); }
+  const gk::Status& status() const { return ok_; }
+
+ private:
+  gk_handle_t h_;
+  gk::Status ok_;
+};
+
+class Gemma3Pinned : public GpuParamTest<const char*> {};
+
+TEST_P(Gemma3Pinned, SuiteAndExtraShapes) {
+  const Pinned pin(handle(), GetParam());
+  GK_ASSERT_OK(pin.status());
+  const auto& suite = gk_testkit::builtin_suite("047");
+  std::vector<gk_testkit::Workload> shapes = suite.workloads;
+  for (const int64_t s : {1, 37, 130}) shapes.push_back({2, s, 0.05, 0.05, 0});
+  for (const auto& w : shapes) {
+    for (const gk_mask_mode mask : {GK_MASK_CAUSAL, GK_MASK_ADDITIVE}) {
+      if (mask == GK_MASK_ADDITIVE && w.batch * w.seq_len * w.seq_len > (int64_t(1) << 26)) continue;
+      auto c = gk_testkit::gemma3_config(suite, w);
+      c.mask_mode = mask;
+      Gemma3Problem p(c);
+      gk_testkit::Gemma3Recipe r;
+      r.seed = next_seed();
+      std::string plan;
+      GK_ASSERT_OK(gk::gemma3_attention_plan(handle(), p.config(), p.tensors(), &plan));
+      GK_ASSERT_OK(p.run_fresh(r, handle(), stream()));
+      p.run_gpu_reference(stream());
+      const auto j = p.judge(w.atol, w.rtol, stream());
+      const std::string what = std::string("047 pinned ") + GetParam() + " B" + std::to_string(w.batch) + " S" +
+                               std::to_string(w.seq_len) + (mask == GK_MASK_ADDITIVE ? " additive" : " causal");
+      gk_test::report(what, r.seed, j, suite.required_matched_ratio);
+      EXPECT_TRUE(j.passed(suite.required_matched_ratio)) << what << " plan " << plan << ": " << j.summary(0.99);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Plans, Gemma3Pinned,
+                         ::testing::Values("attention.kernel=sm80", "attention.kernel=sm90",
+                                           "attention.kernel=sm90,attention.tail=separate",
+                                           "attention.kernel=sm90,attention.softmax=running",
+                                           "attention.kernel=sm90,attention.softmax=fixed",
+                                           "attention.kernel=sm90,attention.store=direct", "qkv=splitk",
+                                           "qkv=cublas", "kv_gemm=separate", "o_prefetch=attention,attention.kernel=sm80",
+                                           "o_prefetch=attention,attention.kernel=sm90"),
+                         [](const auto& info) { return "p" + std::to_string(info.index); });
+
+class AudioPinned : public GpuParamTest<const char*> {};
+
+TEST_P(AudioPinned, Suite) {
+  const Pinned pin(handle(), GetParam());
+  GK_ASSERT_OK(pin.status());
+  const auto& suite = gk_testkit::builtin_suite("054");
+  for (const auto& w : suite.workloads) {
+    for (const gk_precision prec : {GK_PRECISION_TF32, GK_PRECISION_EXACT}) {
+      AudioProblem p(gk_testkit::audio_config(suite, w, prec));
+      gk_testkit::AudioRecipe r;
+      r.seed = next_seed();
+      std::string plan;
+      GK_ASSERT_OK(gk::audio_qkv_plan(handle(), p.config(), p.tensors(), &plan));
+      GK_ASSERT_OK(p.run_fresh(r, handle(), stream()));
+      p.run_gpu_reference(stream());
+      const auto js = p.judge(w.atol, w.rtol, stream());
+      for (int i = 0; i < 3; ++i) {
+        const std::string what = std::string("054 pinned ") + GetParam() + (prec == GK_PRECISION_TF32 ? " tf32" : " exact") +
+                                 " B" + std::to_string(w.batch) + " S" + std::to_string(w.seq_len) + " " + "qkv"[i];
+        gk_test::report(what, r.seed, js[i], suite.required_matched_ratio);
+        EXPECT_TRUE(js[i].passed(suite.required_matched_ratio)) << what << " plan " << plan << ": " << js[i].summary(0.99);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Plans, AudioPinned,
+                         ::testing::Values("audio.tf32=cublas,audio.exact=cublas", "audio.tf32=splitk",
+                                           "audio.tf32=persistent", "audio.tf32=persistent,audio.stream_k=off",
+                                           "audio.tf32=persistent,audio.v_round=pass",
+                                           "audio.tf32=persistent,audio.v_round=kernel",
+                                           "audio.tf32=splitk,audio.v_weights=registers",
+                                           "audio.tf32=splitk,audio.v_weights=smem",
+                                           "audio.tf32=splitk,audio.activations=smem,audio.exact=tf32x3"),
+                         [](const auto& info) { return "p" + std::to_string(info.index); });
+
+}  // namespace
