@@ -9,6 +9,7 @@ namespace {
 // The planner's thresholds; docs/dispatch.md gives the measurements behind each.
 // The split-K kernels' tile: 128 rows x one head, K-blocks of 32 floats; grid.y holds the row tiles.
 constexpr int kBM = 128, kBK = 32;
+constexpr int64_t kHeadDim = 128;  // the one head dim the audio kernels instantiate (validated by operator.cpp)
 constexpr int64_t kMaxRowTiles = 65535;
 // The split-K tf32 kernel while its tiles fit one wave; past it the persistent kernel (perf log v7, v13).
 // The persistent kernel's time goes by rounds of clusters and cuBLASLt's by rows: at two or more rounds cuBLASLt's
@@ -46,7 +47,7 @@ bool splitk_supported(int64_t rows, int64_t hidden, int64_t heads) {
 }
 
 int64_t tf32_scratch_floats(int64_t rows, int64_t hidden, int64_t heads) {
-  const int64_t w_floats = heads * 128 * hidden, a_floats = rows * hidden;
+  const int64_t w_floats = heads * kHeadDim * hidden, a_floats = rows * hidden;
   return a_floats <= 3 * w_floats && a_floats > w_floats ? a_floats : w_floats;
 }
 

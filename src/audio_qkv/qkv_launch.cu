@@ -154,7 +154,7 @@ Status launch_qkv_tf32_persistent(const QkvGemmParams& p, const AudioPlan& plan,
   ep.norm[0] = p.q_norm;
   ep.norm[1] = p.k_norm;
   ep.norm[2] = nullptr;
-  ep.out_row_stride = int64_t(p.heads) * 128;
+  ep.out_row_stride = int64_t(p.heads) * QkvGemmTraits::kBN;  // a tile is one head
   ep.eps = p.eps;
   // q and k read truncated (their norm removes truncation's bias: qkv_tf32_splitk_sm90.cuh), so only v's weights
   // are rounded and only v's tiles round their A fragments.
@@ -176,7 +176,7 @@ Status launch_qkv_tf32_persistent(const QkvGemmParams& p, const AudioPlan& plan,
   }
   o.lag_last_segment = plan.lag_last_segment;
   if (!plan.v_round_in_kernel) {
-    GK_RETURN_IF_ERROR(launch_round_tf32(&p.wv, 1, rounded_wv, int64_t(p.heads) * 128 * p.k_dim, stream));
+    GK_RETURN_IF_ERROR(launch_round_tf32(&p.wv, 1, rounded_wv, int64_t(p.heads) * QkvGemmTraits::kBN * p.k_dim, stream));
   } else {
     o.prep_seg = 2;
     o.prep_src = p.wv;

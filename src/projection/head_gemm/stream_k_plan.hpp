@@ -7,13 +7,10 @@
 namespace gk::head_gemm {
 
 // Where stream-K starts (unit0) and each cluster's run of K-blocks (0: whole units round-robin throughout), for
-// `units` units of `k_blocks` (even) K-blocks on `clusters` clusters. Taken where the last round of whole units is
-// at most 0.6 full (on the H200's 66 clusters: M = 2048, 96 units, 54.9 -> 48.8 us; M = 6184, 300 units and a 0.55
-// full last round, 1.4 us faster; at M = 2164, a 0.64 full last round, it measured 2.3 us slower: docs/perf-log.md
-// v13, v14), over the last round and the one before (stream-K over every unit measured
-// slower from M = 2164 on). Runs are even (the tf32
-// loop's K-block pairs) and none may start inside a unit and end inside it too, so that a unit meets at most two
-// runs, cut once at the start of the second (stream_k.cuh).
+// `units` units of `k_blocks` (even) K-blocks on `clusters` clusters. Taken where the last round of whole units is at
+// most 0.6 full, over the last round and the one before: past that fill, and over every unit, it measured slower
+// (docs/perf-log.md v13, v14). Runs are even (the tf32 loop's K-block pairs) and none may start inside a unit and end
+// inside it too, so that a unit meets at most two runs, cut once at the start of the second (stream_k.cuh).
 struct StreamKPlan {
   int unit0 = 0, run = 0;
 };
