@@ -3,7 +3,7 @@
 # suites in one process: tests/gpu/plans_gpu_test.cpp), the adversarial variants again with each attention kernel
 # pinned, compute-sanitizer on the small GPU tests, and both suites checked and timed. Prints a summary last.
 #
-#   scripts/gpu-check.sh [--quick] [--no-timing] [--no-sanitizer] [--baseline DIR] [--fixtures] [--profile]
+#   scripts/gpu-check.sh [--quick] [--no-tests] [--no-timing] [--no-sanitizer] [--baseline DIR] [--fixtures] [--profile]
 #
 # --baseline DIR: DIR holds another build's bin/gk and lib/libgk.so.0 (e.g. the previous release); both suites are
 #   then timed with it and with this build alternately (A B B A) in this call, for a same-machine comparison.
@@ -17,12 +17,13 @@ OUT=${OUT:-$PWD/.out}
 mkdir -p "$OUT"
 LOG="$OUT/gpu-check.log"
 : > "$LOG"
-FIXTURES=0 TIMING=1 QUICK=0 PROFILE=0 SANITIZE=1 BASELINE=""
+FIXTURES=0 TIMING=1 QUICK=0 PROFILE=0 SANITIZE=1 TESTS=1 BASELINE=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --fixtures) FIXTURES=1 ;;
     --no-timing) TIMING=0 ;;
     --no-sanitizer) SANITIZE=0 ;;
+    --no-tests) TESTS=0 ;;
     --quick) QUICK=1 ;;
     --profile) PROFILE=1 ;;
     --baseline) BASELINE=$(realpath "$2"); shift ;;
@@ -61,18 +62,20 @@ step "host tests" "$BUILD/bin/gk_host_tests" --gtest_brief=1
 
 FILTER='*'
 [ $QUICK -eq 1 ] && FILTER='*Small*:*W047*B1_S128*:*W054*B1_S128*'
-STEP_TIMEOUT=900 step "gpu tests (every pinned plan included)" "$T" --gtest_filter="$FILTER" --gtest_brief=1 \
-  --gtest_output=xml:"$OUT/gpu-tests.xml"
-# The adversarial variants (saturated softcap, masks with -inf and dead rows, padded tails, odd alignments) on each
-# attention kernel and softmax form.
-for spec in attention.kernel=sm80 attention.kernel=sm90 attention.kernel=sm90,attention.softmax=running \
-            attention.kernel=sm90,attention.tail=separate,attention.store=direct qkv=cublas,kv_gemm=separate; do
-  pinned "gemma3 variants" "$spec" "$T" --gtest_filter='*Gemma3Variants*:*Gemma3Small*:GpuTest.*' --gtest_brief=1
-done
-for spec in audio.tf32=persistent audio.tf32=splitk,audio.activations=smem audio.tf32=persistent,audio.v_round=kernel; do
-  pinned "audio variants" "$spec" "$T" --gtest_filter='*AudioVariants*:*AudioRounding*:*AudioNan*:*AudioCrossCta*' \
-    --gtest_brief=1
-done
+if [ $TESTS -eq 1 ]; then
+  STEP_TIMEOUT=900 step "gpu tests (every pinned plan included)" "$T" --gtest_filter="$FILTER" --gtest_brief=1 \
+    --gtest_output=xml:"$OUT/gpu-tests.xml"
+  # The adversarial variants (saturated softcap, masks with -inf and dead rows, padded tails, odd alignments) on each
+  # attention kernel and softmax form.
+  for spec in attention.kernel=sm80 attention.kernel=sm90 attention.kernel=sm90,attention.softmax=running \
+              attention.kernel=sm90,attention.tail=separate,attention.store=direct qkv=cublas,kv_gemm=separate; do
+    pinned "gemma3 variants" "$spec" "$T" --gtest_filter='*Gemma3Variants*:*Gemma3Small*:GpuTest.*' --gtest_brief=1
+  done
+  for spec in audio.tf32=persistent audio.tf32=splitk,audio.activations=smem audio.tf32=persistent,audio.v_round=kernel; do
+    pinned "audio variants" "$spec" "$T" --gtest_filter='*AudioVariants*:*AudioRounding*:*AudioNan*:*AudioCrossCta*' \
+      --gtest_brief=1
+  done
+fi
 
 if [ $SANITIZE -eq 1 ] && command -v compute-sanitizer > /dev/null; then
   cs() { compute-sanitizer --tool "$1" --error-exitcode 1 "$T" --gtest_filter="$2" --gtest_brief=1; }
