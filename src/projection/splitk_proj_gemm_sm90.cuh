@@ -25,10 +25,11 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "common/device/pipeline.cuh"
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
+#include "common/device/splitk_reduce.cuh"
 #include "projection/params.hpp"
-
 
 namespace gk::gemma3 {
 
@@ -74,8 +75,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
   const uint32_t bar = base + Tr::kStages * Tr::kStageBytes;
   const auto stage_a = [&](int s) { return base + s * Tr::kStageBytes; };
   const auto stage_b = [&](int s) { return base + s * Tr::kStageBytes + Tr::kTileBytesA; };
-  const auto full = [&](int s) { return bar + 8u * s; };                   // TMA landed
-  const auto empty = [&](int s) { return bar + 8u * (Tr::kStages + s); };  // consumed
+  const device::Pipeline<Tr::kStages> pipe{bar, bar + 8u * Tr::kStages};  // full: TMA landed; empty: consumed
 
   // Selects, not p.x[seg]: a dynamic index into the parameter block would copy it to local memory.
   const int tile = blockIdx.x;
@@ -94,10 +94,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
   // here reads what it writes. Without such a kernel this has no effect.
   device::launch_dependents();
   if (threadIdx.x == 0) {
-    for (int s = 0; s < Tr::kStages; ++s) {
-      device::mbar_init(full(s), 1);
-      device::mbar_init(empty(s), Tr::kConsumerWarps);
-    }
+    pipe.init(Tr::kConsumerWarps);
     device::mbar_fence_init();
   }
   __syncthreads();
@@ -109,12 +106,15 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
       device::tma_prefetch_descriptor(&a_map);
       device::tma_prefetch_descriptor(w_map);
       for (int i = 0; i < kb1 - kb0; ++i) {
-        const int s = i % Tr::kStages, round = i / Tr::kStages;
+        // Pipeline::producer_acquire's steps, spelled out: through it ptxas lays out the four-stage kernels
+        // differently (same work, other instructions).
+        const int s = pipe.stage(i), round = i / Tr::kStages;
         const int col = (kb0 + i) * Tr::kBK;
-        if (round > 0) device::mbar_wait(empty(s), (round - 1) & 1);
-        device::mbar_arrive_expect_tx(full(s), Tr::kStageBytes);
-        device::tma_load_2d(stage_a(s), &a_map, full(s), col, m0);
-        device::tma_load_2d(stage_b(s), w_map, full(s), col, head0 * Tr::kHeadDim);  // both heads' rows: one box
+        if (round > 0) device::mbar_wait(pipe.empty(s), uint32_t(round - 1) & 1u);
+        device::mbar_arrive_expect_tx(pipe.full(s), Tr::kStageBytes);
+        const uint32_t full = pipe.full(s);
+        device::tma_load_2d(stage_a(s), &a_map, full, col, m0);
+        device::tma_load_2d(stage_b(s), w_map, full, col, head0 * Tr::kHeadDim);  // both heads' rows: one box
       }
     }
     if constexpr (kClusterSplit) device::cluster_sync();  // partials parked: the cluster's mainloop is done
@@ -140,8 +140,8 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
   }
 
   for (int i = 0; i < kb1 - kb0; ++i) {
-    const int s = i % Tr::kStages;
-    device::mbar_wait(full(s), (i / Tr::kStages) & 1);
+    const int s = pipe.stage(i);
+    pipe.consumer_wait(i);
     device::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Tr::kBK / 16; ++kk) {
@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
     device::wgmma_wait<1>();
 #pragma unroll
     for (int h = 0; h < Tr::kHeads; ++h) device::fence_accumulators(acc[h]);
-    if (i > 0 && lane == 0) device::mbar_arrive(empty((i - 1) % Tr::kStages));
+    if (i > 0 && lane == 0) pipe.consumer_release(i - 1);
   }
   device::wgmma_wait<0>();
 #pragma unroll
@@ -171,15 +171,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
   const int g = lane >> 2, t4 = lane & 3;
 #pragma unroll
   for (int h = 0; h < Tr::kHeads; ++h) {
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      const int r = wg * 64 + warp * 16 + g + 8 * hr;
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        device::st_shared_v2_f32(parked + (r * Tr::kPartialStride + h * Tr::kHeadDim + 8 * j + 2 * t4) * 4,
-                                 acc[h][j][2 * hr], acc[h][j][2 * hr + 1]);
-      }
-    }
+    device::splitk::park_rows<Tr::kPartialStride>(parked, acc[h], wg * 64 + warp * 16 + g, h * Tr::kHeadDim, t4);
   }
 
   // Epilogue rows: the tile's rows are dealt to the cluster's CTAs round-robin (any split), then to this CTA's
@@ -231,18 +223,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
 #pragma unroll
         for (int h = 0; h < Tr::kHeads; ++h) {
           const uint32_t local = parked + (row_of(i0 + b) * Tr::kPartialStride + h * Tr::kHeadDim + 4 * lane) * 4;
-          float4 x;
-          if constexpr (kClusterSplit) {
-            x = device::ld_cluster_f32x4(device::cluster_map(local, static_cast<uint32_t>(q)));
-          } else {
-            const uint4 raw = device::ld_shared_v4(local);
-            x = make_float4(__uint_as_float(raw.x), __uint_as_float(raw.y), __uint_as_float(raw.z),
-                            __uint_as_float(raw.w));
-          }
-          sum[b][h].x += x.x;
-          sum[b][h].y += x.y;
-          sum[b][h].z += x.z;
-          sum[b][h].w += x.w;
+          device::splitk::add_f32x4(sum[b][h], device::splitk::load_partial<kClusterSplit>(local, q));
         }
       }
     }
