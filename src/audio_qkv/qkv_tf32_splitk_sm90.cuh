@@ -107,8 +107,8 @@ __global__ void __launch_bounds__(QkvGemmTraits::threads(kRounding), 1)
       // ---------------- rounding groups ----------------
       const int group = warpgroup - 2, t = threadIdx.x % 128;
       for (int i = group; i < (truncated ? 0 : p.k_blocks); i += Tr::kRoundGroups) {
-        const int s = i % Tr::kStages;
-        device::mbar_wait(ring.full(s), (i / Tr::kStages) & 1);
+        const int s = ring.pipe.stage(i);
+        ring.pipe.consumer_wait(i);
         // All of a stage's loads before any store (device::round_tf32_smem): the rounding groups pace the kernel
         // (time stamps: the consumers finish right after the last stage is rounded); in batches of eight a stage
         // took ~0.7 us, mostly two shared-memory round trips. With pre-rounded activations, the weights only.
@@ -149,8 +149,8 @@ __global__ void __launch_bounds__(QkvGemmTraits::threads(kRounding), 1)
     for (int i = 0; i < p.k_blocks; i += 2) {
 #pragma unroll
       for (int q = 0; q < 2; ++q) {
-        const int ii = i + q, s = ii % Tr::kStages;
-        device::mbar_wait(ring.full(s), (ii / Tr::kStages) & 1);
+        const int ii = i + q, s = ring.pipe.stage(ii);
+        ring.pipe.consumer_wait(ii);
 #pragma unroll
         for (int kk = 0; kk < kKSteps; ++kk) {
           device::ldmatrix_x4(stage_b(s) + row_off + (((2 * kk + hi) ^ r7) << 4), frag[q][kk]);
@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(QkvGemmTraits::threads(kRounding), 1)
         device::fence_accumulators(acc);
 #pragma unroll
         for (int kk = 0; kk < kKSteps; ++kk) device::fence_fragment(frag[q ^ 1][kk]);  // retired now
-        if (ii > 0 && lane == 0) device::mbar_arrive(ring.empty((ii - 1) % Tr::kStages));
+        if (ii > 0 && lane == 0) ring.pipe.consumer_release(ii - 1);
       }
     }
     device::wgmma_wait<0>();
@@ -176,8 +176,8 @@ __global__ void __launch_bounds__(QkvGemmTraits::threads(kRounding), 1)
   }
 
   for (int i = 0; i < p.k_blocks; ++i) {
-    const int s = i % Tr::kStages;
-    device::mbar_wait(truncated ? ring.full(s) : ring.ready(s), (i / Tr::kStages) & 1);
+    const int s = ring.pipe.stage(i);
+    device::mbar_wait(truncated ? ring.pipe.full(s) : ring.ready(s), ring.pipe.parity(i));
     device::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Tr::kBK / 8; ++kk) {
@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(QkvGemmTraits::threads(kRounding), 1)
     device::wgmma_commit();
     device::wgmma_wait<1>();
     device::fence_accumulators(acc);
-    if (i > 0 && lane == 0) device::mbar_arrive(ring.empty((i - 1) % Tr::kStages));
+    if (i > 0 && lane == 0) ring.pipe.consumer_release(i - 1);
   }
   device::wgmma_wait<0>();
   device::fence_accumulators(acc);

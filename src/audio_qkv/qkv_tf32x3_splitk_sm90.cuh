@@ -138,8 +138,8 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
       // ---------------- split warps ----------------
       const int t = threadIdx.x - 256;
       for (int i = 0; i < p.k_blocks; ++i) {
-        const int s = i % Tr::kStages;
-        device::mbar_wait(ring.full(s), (i / Tr::kStages) & 1);
+        const int s = ring.pipe.stage(i);
+        ring.pipe.consumer_wait(i);
         if (p.a_prepared) {
           qkv3_detail::split_stage<Tr::kTileBytes>(stage(s) + Tr::kTileBytes, t);
         } else {
@@ -166,8 +166,8 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
 
   // Issues K-block i's 12 MMAs into `d`; the first starts a fresh sum, so each block's chain starts at zero.
   const auto issue = [&](float (&d)[16][4], int i) {
-    const int s = i % Tr::kStages;
-    device::mbar_wait(ring.ready(s), (i / Tr::kStages) & 1);
+    const int s = ring.pipe.stage(i);
+    ring.ready_wait(i);
     device::wgmma_fence();
     const uint32_t a_big = stage(s) + wg * 64 * 128, b_big = stage(s) + Tr::kTileBytes;
     const uint32_t a_small = a_big + Tr::kRawBytes, b_small = b_big + Tr::kRawBytes;
@@ -195,7 +195,7 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
       acc[j][2] += d[j][2];
       acc[j][3] += d[j][3];
     }
-    if (lane == 0) device::mbar_arrive(ring.empty(i % Tr::kStages));
+    if (lane == 0) ring.pipe.consumer_release(i);
   };
 
   // Two blocks per trip, each accumulator array indexed by a constant: block i+1's MMAs run while block i is
