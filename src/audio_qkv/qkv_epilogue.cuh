@@ -9,6 +9,7 @@
 #include "audio_qkv/params.hpp"
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
+#include "common/device/splitk_reduce.cuh"
 
 namespace gk::audio {
 
@@ -53,10 +54,9 @@ struct QkvTile {
   static constexpr size_t kParkBytes = size_t(kRows) * kPartialStride * 4;
 };
 
-// The split epilogue's second half: this CTA's rows [rank * rows, (rank + 1) * rows) of the tile, summed over the
-// kSplit parked partials through distributed shared memory, normalized and stored; one warp per row, four columns
-// per lane. Every remote load of the warp's rows is issued before any is summed: one row at a time, each row
-// waited a DSMEM round trip (2.3 us of the epilogue at M = 128, 3.6 at M = 131; time stamps).
+// The split-K epilogue's second half: this CTA's rows [rank * rows, (rank + 1) * rows) of the tile, summed over
+// the kSplit parked partials through distributed shared memory (device::splitk: every remote load of the warp's
+// rows issued before any is summed), normalized and stored; one warp per row, four columns per lane.
 template <int kSplit>
 __device__ __forceinline__ void reduce_store_rows(const QkvGemmParams& p, int which, float* out, int n_out, int m0,
                                                   uint32_t parked, uint32_t rank, const float4& wv4) {
@@ -66,20 +66,11 @@ __device__ __forceinline__ void reduce_store_rows(const QkvGemmParams& p, int wh
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
     const int row_in_tile = static_cast<int>(rank) * kRows + cw + i * QkvTile::kConsumerWarps;
-    const uint32_t local = parked + (row_in_tile * QkvTile::kPartialStride + 4 * lane) * 4;
-#pragma unroll
-    for (int q = 0; q < kSplit; ++q) part[i][q] = device::ld_cluster_f32x4(device::cluster_map(local, q));
+    device::splitk::load_ranks(part[i], parked + (row_in_tile * QkvTile::kPartialStride + 4 * lane) * 4);
   }
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
-    float4 sum = part[i][0];
-#pragma unroll
-    for (int q = 1; q < kSplit; ++q) {
-      sum.x += part[i][q].x;
-      sum.y += part[i][q].y;
-      sum.z += part[i][q].z;
-      sum.w += part[i][q].w;
-    }
+    float4 sum = device::splitk::sum_ranks(part[i]);
     if (which < 2) {
       float ss = sum.x * sum.x + sum.y * sum.y + sum.z * sum.z + sum.w * sum.w;
 #pragma unroll
@@ -177,15 +168,7 @@ __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const 
         }
       }
     } else {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = acc_row0 + 8 * h;
-#pragma unroll
-        for (int j = 0; j < 16; ++j) {
-          device::st_shared_v2_f32(parked + (r * QkvTile::kPartialStride + 8 * j + 2 * t4) * 4, acc[j][2 * h],
-                                   acc[j][2 * h + 1]);
-        }
-      }
+      device::splitk::park_rows<QkvTile::kPartialStride>(parked, acc, acc_row0, 0, t4);
     }
     device::cluster_sync();
     // This CTA reduces its share of the rows over the cluster (reduce_store_rows).

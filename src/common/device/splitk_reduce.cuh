@@ -51,22 +51,20 @@ __device__ __forceinline__ void add_f32x4(float4& sum, const float4& x) {
   sum.w += x.w;
 }
 
-// A split known at compile time: sum[i] = chunk `local[i]` summed over ranks 0 .. kRanks - 1, every load issued
-// (in row, then rank order) before any add.
-template <int kRanks, int kN>
-__device__ __forceinline__ void sum_over_ranks(float4 (&sum)[kN], const uint32_t (&local)[kN]) {
-  float4 part[kN][kRanks];
+// A split known at compile time, in two steps so that a caller issues every remote load of a batch of chunks
+// before it sums any: load_ranks fetches one chunk (16 bytes at `local` in each CTA) from ranks 0 .. kRanks - 1,
+// sum_ranks adds them in rank order.
+template <int kRanks>
+__device__ __forceinline__ void load_ranks(float4 (&part)[kRanks], uint32_t local) {
 #pragma unroll
-  for (int i = 0; i < kN; ++i) {
+  for (int q = 0; q < kRanks; ++q) part[q] = ld_cluster_f32x4(cluster_map(local, q));
+}
+template <int kRanks>
+__device__ __forceinline__ float4 sum_ranks(const float4 (&part)[kRanks]) {
+  float4 sum = part[0];
 #pragma unroll
-    for (int q = 0; q < kRanks; ++q) part[i][q] = ld_cluster_f32x4(cluster_map(local[i], q));
-  }
-#pragma unroll
-  for (int i = 0; i < kN; ++i) {
-    sum[i] = part[i][0];
-#pragma unroll
-    for (int q = 1; q < kRanks; ++q) add_f32x4(sum[i], part[i][q]);
-  }
+  for (int q = 1; q < kRanks; ++q) add_f32x4(sum, part[q]);
+  return sum;
 }
 
 }  // namespace gk::device::splitk
