@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 // Elementwise passes that prepare fp32 operands for the fused GEMMs' tensor cores, over float4s: blockIdx.y picks
 // one of up to three tensors (no index division) and `Op` writes Op::kParts outputs per input, part p of tensor y's
 // element i at dst[(y * kParts + p) * vec + i]. kPassPer 16-byte loads per thread go out before any store: one load
-// per thread and step kept too few bytes in flight and ran at ~3 TB/s (8.5 us for 12.6 MB of weights).
+// per thread and step kept too few bytes in flight (docs/perf-log.md).
 constexpr int kPassThreads = 256, kPassPer = 4;
 constexpr int64_t kPassSpan = int64_t(kPassThreads) * kPassPer;  // float4s a block covers per step
 

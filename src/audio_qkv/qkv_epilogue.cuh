@@ -20,17 +20,17 @@ namespace gk::audio {
 __device__ __forceinline__ float head_inv_rms(float ss, float eps) {
   return __frcp_rn(__fsqrt_rn(ss * (1.f / 128) + eps));
 }
-// The same by rsqrtf (2 ulp), for the persistent tf32 epilogue (qkv_head_epilogue.cuh): there the correctly rounded
-// pair's slow-path branches cost 1 us of the 054 mean (docs/perf-log.md v15).
+// The same by rsqrtf (2 ulp), for the persistent tf32 epilogue (qkv_head_epilogue.cuh), where the correctly rounded
+// pair's slow-path branches showed in the time (docs/perf-log.md v15).
 __device__ __forceinline__ float head_inv_rms_fast(float ss, float eps) { return rsqrtf(ss * (1.f / 128) + eps); }
 
 // Stores one row's two neighbouring column groups j0 and j0 + 1 (8 columns each; this thread holds columns 2 t4 and
 // 2 t4 + 1 of each, v0 and v1) as 16-byte pieces: the quad's even threads take four consecutive columns of j0 and
 // the odd ones four of j1, swapping one column pair with their neighbour. `row_j0` points at column 0 of group j0.
-// The accumulator layout's own 8-byte stores took ~3.7 us per 128 x 128 tile at M = 512 (time stamps), most of the
-// epilogue. Every lane of the warp must call it (a shuffle); `store` = false only skips the write. `streaming`: as
-// st.global.cs (evict first), which the persistent kernel's outputs, ~1.3x L2 at M = 8192, are better off with
-// (-0.4 us there) and the split kernel's not (+0.2-0.4 us at M = 512-586; docs/perf-log.md v14).
+// The accumulator layout's own 8-byte stores were most of the epilogue's time. Every lane of the warp must call it
+// (a shuffle); `store` = false only skips the write. `streaming`: as st.global.cs (evict first), which the
+// persistent kernel's outputs, larger than L2, are better off with, and the split-K kernel's not (docs/perf-log.md
+// v14).
 template <bool kStreaming = false>
 __device__ __forceinline__ void store_group_pair16(float* row_j0, float2 v0, float2 v1, int t4, bool store) {
   const bool even = (t4 & 1) == 0;

@@ -18,19 +18,18 @@
 // caller's activations (hs_raw_map), wait for no pass and run their consumers straight off the TMA barriers; only
 // v's CTAs round.
 //
-// History (docs/perf-log.md): one producer warpgroup loading through registers and rounding on the way had one
-// K-block of loads in flight and ran at ~100 TFLOP/s; two such groups 148. TMA keeps the whole ring in flight;
-// rounding in place then costs shared-memory traffic, and two rounding groups working on alternate stages keep
-// the pass off the critical path (three warps rounding every stage in turn were at ~115 TFLOP/s).
+// Why TMA and rounding in place: producers loading through registers and rounding on the way kept one K-block of
+// loads in flight; TMA keeps the whole ring in flight, and two rounding groups on alternate stages keep the
+// in-place rounding's shared-memory traffic off the critical path (docs/perf-log.md).
 //
 // A form without the rounding groups (kRounding = false, 9 warps) takes launches where q's and k's CTAs read
 // truncated and the activations arrive rounded: v's CTAs then compute the tile's transpose, their weight tile as the
 // wgmma's A operand loaded by ldmatrix and rounded in registers, the activation tile as B. With 17 warps ptxas
 // caps a thread at 96 registers, too few for the fragments beside the accumulators; with 9 it takes 122.
 //
-// Small M (few row tiles) splits K across a cluster of 2 or 4 CTAs along z: each computes a partial tile, parks it
-// in its own shared memory, and after a cluster barrier every CTA reduces a quarter (half) of the rows over the
-// cluster through distributed shared memory, normalizes and stores them.
+// Small M (few row tiles) splits K across a cluster of 2 or 4 CTAs along z (split-K): each computes a partial tile,
+// parks it in its own shared memory, and after a cluster barrier every CTA reduces a quarter (half) of the rows over
+// the cluster through distributed shared memory (device::splitk), normalizes and stores them.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -109,9 +108,9 @@ __global__ void __launch_bounds__(QkvGemmTraits::threads(kRounding), 1)
       for (int i = group; i < (truncated ? 0 : p.k_blocks); i += Tr::kRoundGroups) {
         const int s = ring.pipe.stage(i);
         ring.pipe.consumer_wait(i);
-        // All of a stage's loads before any store (device::round_tf32_smem): the rounding groups pace the kernel
-        // (time stamps: the consumers finish right after the last stage is rounded); in batches of eight a stage
-        // took ~0.7 us, mostly two shared-memory round trips. With pre-rounded activations, the weights only.
+        // All of a stage's loads before any store (device::round_tf32_smem): the rounding groups pace the kernel,
+        // and smaller batches spent most of a stage on shared-memory round trips. With pre-rounded activations,
+        // the weights only.
         constexpr int kPerA = Tr::kStageBytes / 16 / 128, kPerB = Tr::kTileBytes / 16 / 128;
         if (p.a_prepared) {
           device::round_tf32_smem<Tr::kTileBytes, 128, kPerB>(stage_b(s), t);

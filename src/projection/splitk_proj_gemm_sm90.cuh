@@ -7,9 +7,9 @@
 //
 // The layer takes it for a single row tile (M = B*S <= 128), where a library GEMM is bound by the weight stream
 // and by launches: K is split across a cluster of CTAs along z so that the stream spreads over most SMs, and the
-// partial tiles are reduced through distributed shared memory. With more row tiles it runs two heads per tile,
-// which halves the activation tile's share of what each SM pulls from L2 (the bound there: 480 -> 570 TFLOP/s
-// at M = 8192), still short of cuBLASLt's mainloop. Roles, by warp: warpgroups 0 and 1 consume 64 rows each (one
+// partial tiles are reduced through distributed shared memory (device::splitk). With more row tiles it runs two
+// heads per tile, which halves the activation tile's share of what each SM pulls from L2, the bound there
+// (docs/perf-log.md). Roles, by warp: warpgroups 0 and 1 consume 64 rows each (one
 // wgmma.m64n128k16 per head per K step) from a TMA ring of 192 KB, keeping one K-block's group in flight and
 // releasing stages through empty barriers; warp 8 issues the TMA loads, and once the mainloop no longer needs the
 // memory bandwidth, an optional L2 prefetch for the kernels after (ProjGemmParams::l2_prefetch). The kernel lets a
@@ -238,8 +238,8 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
         if (h >= heads_here) break;  // uniform per CTA
         // The projection's own bf16 output, as the unfused layer would store it. Rounded by packed conversions
         // (one F2FP per pair), and RoPE on bf16 pairs as in the standalone pass (the same bits as rounding each
-        // fp32 product and the sum): a scalar round trip is an F2F per value, 16 results per clock and SM against
-        // the packed conversion's 127 (gk_micro_mufu; docs/perf-log.md, v23).
+        // fp32 product and the sum): a scalar round trip is an F2F per value, of far lower throughput
+        // (docs/perf-log.md v23).
         uint32_t xp[2] = {device::pack_bf16x2(sum[b][h].x, sum[b][h].y), device::pack_bf16x2(sum[b][h].z, sum[b][h].w)};
         if (norm_w != nullptr) {  // uniform per CTA
           const float2 x01 = device::unpack_bf16x2(xp[0]), x23 = device::unpack_bf16x2(xp[1]);
