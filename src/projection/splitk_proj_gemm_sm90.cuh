@@ -106,8 +106,8 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
       device::tma_prefetch_descriptor(&a_map);
       device::tma_prefetch_descriptor(w_map);
       for (int i = 0; i < kb1 - kb0; ++i) {
-        // Pipeline::producer_acquire's steps, spelled out: through it ptxas lays out the four-stage kernels
-        // differently (same work, other instructions).
+        // Pipeline::producer_acquire's steps, spelled out: so written, the compiler unrolls this loop by the four
+        // stages of the two-head kernels as it always has (through producer_acquire it does not).
         const int s = pipe.stage(i), round = i / Tr::kStages;
         const int col = (kb0 + i) * Tr::kBK;
         if (round > 0) device::mbar_wait(pipe.empty(s), uint32_t(round - 1) & 1u);
