@@ -85,7 +85,7 @@ __device__ __forceinline__ void reduce_store_rows(const QkvGemmParams& p, int wh
 
 // Called by the 256 consumer threads (warpgroups 0 and 1, `wg`) once their accumulators are final. `park`: shared
 // memory the kernel no longer needs (kParkBytes), used only with kClusterSplit. Every other thread of a split
-// kernel must meet the two cluster barriers inside (device::cluster_sync() twice).
+// kernel must meet the two cluster barriers inside (device::splitk::partials_parked, then partials_read).
 // `transposed` (v only: this path applies no norm): the accumulators hold the tile's transpose, rows = the head's
 // 128 columns (64 per warpgroup), columns = the 128 token rows (the tf32 kernel's v path, qkv_tf32_splitk_sm90.cuh).
 template <bool kClusterSplit>
@@ -170,7 +170,7 @@ __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const 
     } else {
       device::splitk::park_rows<QkvTile::kPartialStride>(parked, acc, acc_row0, 0, t4);
     }
-    device::cluster_sync();
+    device::splitk::partials_parked();
     // This CTA reduces its share of the rows over the cluster (reduce_store_rows).
     const uint32_t split = gridDim.z, rank = device::cluster_ctarank();
     const float4 wv4 = which < 2 ? reinterpret_cast<const float4*>(norm_w)[lane] : make_float4(1.f, 1.f, 1.f, 1.f);
@@ -179,7 +179,7 @@ __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const 
     } else {
       reduce_store_rows<2>(p, which, out, n_out, m0, parked, rank, wv4);  // the launcher splits by 2 or 4
     }
-    device::cluster_sync();
+    device::splitk::partials_read();
   }
 }
 

@@ -40,6 +40,7 @@
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_gemm_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
+#include "common/device/splitk_reduce.cuh"
 
 namespace gk::audio {
 
@@ -122,8 +123,8 @@ __global__ void __launch_bounds__(QkvGemmTraits::threads(kRounding), 1)
       }
     }
     if constexpr (kClusterSplit) {
-      device::cluster_sync();  // partials parked
-      device::cluster_sync();  // every CTA done reading remote partials
+      device::splitk::partials_parked();
+      device::splitk::partials_read();
     }
     return;
   }

@@ -26,6 +26,7 @@
 #include "audio_qkv/qkv_ring.cuh"
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
+#include "common/device/splitk_reduce.cuh"
 
 namespace gk::audio {
 
@@ -153,8 +154,8 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
       }
     }
     if constexpr (kClusterSplit) {
-      device::cluster_sync();  // partials parked
-      device::cluster_sync();  // every CTA done reading remote partials
+      device::splitk::partials_parked();
+      device::splitk::partials_read();
     }
     return;
   }

@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
         device::tma_load_2d(stage_b(s), w_map, full, col, head0 * Tr::kHeadDim);  // both heads' rows: one box
       }
     }
-    if constexpr (kClusterSplit) device::cluster_sync();  // partials parked: the cluster's mainloop is done
+    if constexpr (kClusterSplit) device::splitk::partials_parked();  // so the cluster's mainloop is done
     // The L2 prefetch hint, now that this CTA's weight stream no longer needs the memory bandwidth (without a
     // split, the last loads may still be in flight).
     if (lane == 0 && p.l2_prefetch_bytes != 0) {
@@ -125,7 +125,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
       device::bulk_prefetch_l2_share(p.l2_prefetch, p.l2_prefetch_bytes, cta,
                                      uint64_t(gridDim.x) * gridDim.y * gridDim.z);
     }
-    if constexpr (kClusterSplit) device::cluster_sync();  // every CTA done reading remote partials
+    if constexpr (kClusterSplit) device::splitk::partials_read();
     return;
   }
 
@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
     }
   }
   if constexpr (kClusterSplit) {
-    device::cluster_sync();
+    device::splitk::partials_parked();
   } else {
     device::named_barrier_sync(1, 32 * Tr::kConsumerWarps);
   }
@@ -264,7 +264,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
       }
     }
   }
-  if constexpr (kClusterSplit) device::cluster_sync();  // keep this CTA's partials alive for the others' reads
+  if constexpr (kClusterSplit) device::splitk::partials_read();  // this CTA's partials stay alive for the others
 }
 
 }  // namespace gk::gemma3

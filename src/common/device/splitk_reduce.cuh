@@ -31,6 +31,12 @@ __device__ __forceinline__ void park_rows(uint32_t parked, const float (&acc)[16
   }
 }
 
+// The cluster barriers of the protocol, which every thread of every CTA of the cluster meets, whether or not it
+// parks or sums: after parking (every CTA's partials are written and visible cluster-wide), and after summing (no
+// CTA's shared memory is reused or released while another may still read its partials).
+__device__ __forceinline__ void partials_parked() { cluster_sync(); }
+__device__ __forceinline__ void partials_read() { cluster_sync(); }
+
 // The 16 bytes at shared address `local` in cluster rank `rank`'s copy (kCluster), or in this CTA's own (a kernel
 // launched without a split, where the only rank is this CTA).
 template <bool kCluster>
