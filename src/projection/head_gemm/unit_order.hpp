@@ -5,7 +5,7 @@
 // Natural order (lag 0): the tiles of one row pair, then the next row pair, so that a round of clusters works on
 // neighbouring rows (their activations stay in L2).
 //
-// Lagged order: the tiles split into early ones [0, early) and late ones [early, n_tiles). The late tiles (the
+// Lagged order: the tiles fall into early ones [0, early) and late ones [early, n_tiles). The late tiles (the
 // audio operator's v, whose rounded weights the kernel may write itself while its first round runs:
 // weight_prep.cuh) of the first `lag` row pairs wait behind those pairs' early tiles: first the early tiles of
 // pairs 0 .. lag-1, then their late tiles, then the remaining pairs in natural order. With lag * early >= clusters
