@@ -1,6 +1,7 @@
 // Memory-bound kernels of the audio QKV operator: the per-head RMSNorm (weight offset 0) of the cuBLASLt path,
 // applied in place to q or k, and the passes that prepare operands for the fused GEMMs (the tf32-rounded weights
-// the persistent kernel reads, the rounded activations of the split kernel, the split activations of 3xTF32).
+// the persistent kernel reads, the rounded activations of the split-K kernel, the activations' tf32 parts for
+// 3xTF32).
 #include <algorithm>
 
 #include "audio_qkv/launchers.hpp"
@@ -39,7 +40,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 // Elementwise passes that prepare fp32 operands for the fused GEMMs' tensor cores, over float4s: blockIdx.y picks
 // one of up to three tensors (no index division) and `Op` writes Op::kParts outputs per input, part p of tensor y's
 // element i at dst[(y * kParts + p) * vec + i]. kPassPer 16-byte loads per thread go out before any store: one load
-// per thread and step kept too few bytes in flight and ran at ~3 TB/s (8.5 us for 12.6 MB of weights).
+// per thread and step kept too few bytes in flight (docs/perf-log.md).
 constexpr int kPassThreads = 256, kPassPer = 4;
 constexpr int64_t kPassSpan = int64_t(kPassThreads) * kPassPer;  // float4s a block covers per step
 
@@ -76,9 +77,9 @@ struct RoundTf32 {
   }
 };
 
-// The 3xTF32 split, big then small (device::round_tf32 and device::tf32_small_part: the values the kernel's own
-// split gives).
-struct SplitTf32 {
+// The 3xTF32 parts, big then small (device::round_tf32 and device::tf32_small_part: the values the kernel's own
+// part warps make).
+struct Tf32x3Parts {
   static constexpr int kParts = 2;
   __device__ static void store(float4* out, int64_t vec, int64_t i, const float4& v) {
     const float4 b =
@@ -115,7 +116,7 @@ Status launch_round_tf32(const float* const* src, int count, float* dst, int64_t
 }
 
 Status launch_split_tf32(const float* src, float* dst, int64_t elems, cudaStream_t stream) {
-  return launch_float4_pass<SplitTf32>("3xTF32 split", &src, 1, dst, elems, stream);
+  return launch_float4_pass<Tf32x3Parts>("3xTF32 parts", &src, 1, dst, elems, stream);
 }
 
 Status launch_head_rmsnorm(float* x, const float* w, int64_t rows, int heads, int head_dim, float eps,

@@ -9,6 +9,7 @@
 #include "audio_qkv/params.hpp"
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
+#include "common/device/splitk_reduce.cuh"
 
 namespace gk::audio {
 
@@ -19,17 +20,17 @@ namespace gk::audio {
 __device__ __forceinline__ float head_inv_rms(float ss, float eps) {
   return __frcp_rn(__fsqrt_rn(ss * (1.f / 128) + eps));
 }
-// The same by rsqrtf (2 ulp), for the persistent tf32 epilogue (qkv_head_epilogue.cuh): there the correctly rounded
-// pair's slow-path branches cost 1 us of the 054 mean (docs/perf-log.md v15).
+// The same by rsqrtf (2 ulp), for the persistent tf32 epilogue (qkv_head_epilogue.cuh), where the correctly rounded
+// pair's slow-path branches showed in the time (docs/perf-log.md v15).
 __device__ __forceinline__ float head_inv_rms_fast(float ss, float eps) { return rsqrtf(ss * (1.f / 128) + eps); }
 
 // Stores one row's two neighbouring column groups j0 and j0 + 1 (8 columns each; this thread holds columns 2 t4 and
 // 2 t4 + 1 of each, v0 and v1) as 16-byte pieces: the quad's even threads take four consecutive columns of j0 and
 // the odd ones four of j1, swapping one column pair with their neighbour. `row_j0` points at column 0 of group j0.
-// The accumulator layout's own 8-byte stores took ~3.7 us per 128 x 128 tile at M = 512 (time stamps), most of the
-// epilogue. Every lane of the warp must call it (a shuffle); `store` = false only skips the write. `streaming`: as
-// st.global.cs (evict first), which the persistent kernel's outputs, ~1.3x L2 at M = 8192, are better off with
-// (-0.4 us there) and the split kernel's not (+0.2-0.4 us at M = 512-586; docs/perf-log.md v14).
+// The accumulator layout's own 8-byte stores were most of the epilogue's time. Every lane of the warp must call it
+// (a shuffle); `store` = false only skips the write. `streaming`: as st.global.cs (evict first), which the
+// persistent kernel's outputs, larger than L2, are better off with, and the split-K kernel's not (docs/perf-log.md
+// v14).
 template <bool kStreaming = false>
 __device__ __forceinline__ void store_group_pair16(float* row_j0, float2 v0, float2 v1, int t4, bool store) {
   const bool even = (t4 & 1) == 0;
@@ -53,10 +54,9 @@ struct QkvTile {
   static constexpr size_t kParkBytes = size_t(kRows) * kPartialStride * 4;
 };
 
-// The split epilogue's second half: this CTA's rows [rank * rows, (rank + 1) * rows) of the tile, summed over the
-// kSplit parked partials through distributed shared memory, normalized and stored; one warp per row, four columns
-// per lane. Every remote load of the warp's rows is issued before any is summed: one row at a time, each row
-// waited a DSMEM round trip (2.3 us of the epilogue at M = 128, 3.6 at M = 131; time stamps).
+// The split-K epilogue's second half: this CTA's rows [rank * rows, (rank + 1) * rows) of the tile, summed over
+// the kSplit parked partials through distributed shared memory (device::splitk: every remote load of the warp's
+// rows issued before any is summed), normalized and stored; one warp per row, four columns per lane.
 template <int kSplit>
 __device__ __forceinline__ void reduce_store_rows(const QkvGemmParams& p, int which, float* out, int n_out, int m0,
                                                   uint32_t parked, uint32_t rank, const float4& wv4) {
@@ -66,20 +66,11 @@ __device__ __forceinline__ void reduce_store_rows(const QkvGemmParams& p, int wh
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
     const int row_in_tile = static_cast<int>(rank) * kRows + cw + i * QkvTile::kConsumerWarps;
-    const uint32_t local = parked + (row_in_tile * QkvTile::kPartialStride + 4 * lane) * 4;
-#pragma unroll
-    for (int q = 0; q < kSplit; ++q) part[i][q] = device::ld_cluster_f32x4(device::cluster_map(local, q));
+    device::splitk::load_ranks(part[i], parked + (row_in_tile * QkvTile::kPartialStride + 4 * lane) * 4);
   }
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
-    float4 sum = part[i][0];
-#pragma unroll
-    for (int q = 1; q < kSplit; ++q) {
-      sum.x += part[i][q].x;
-      sum.y += part[i][q].y;
-      sum.z += part[i][q].z;
-      sum.w += part[i][q].w;
-    }
+    float4 sum = device::splitk::sum_ranks(part[i]);
     if (which < 2) {
       float ss = sum.x * sum.x + sum.y * sum.y + sum.z * sum.z + sum.w * sum.w;
 #pragma unroll
@@ -94,7 +85,7 @@ __device__ __forceinline__ void reduce_store_rows(const QkvGemmParams& p, int wh
 
 // Called by the 256 consumer threads (warpgroups 0 and 1, `wg`) once their accumulators are final. `park`: shared
 // memory the kernel no longer needs (kParkBytes), used only with kClusterSplit. Every other thread of a split
-// kernel must meet the two cluster barriers inside (device::cluster_sync() twice).
+// kernel must meet the two cluster barriers inside (device::splitk::partials_parked, then partials_read).
 // `transposed` (v only: this path applies no norm): the accumulators hold the tile's transpose, rows = the head's
 // 128 columns (64 per warpgroup), columns = the 128 token rows (the tf32 kernel's v path, qkv_tf32_splitk_sm90.cuh).
 template <bool kClusterSplit>
@@ -177,17 +168,9 @@ __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const 
         }
       }
     } else {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = acc_row0 + 8 * h;
-#pragma unroll
-        for (int j = 0; j < 16; ++j) {
-          device::st_shared_v2_f32(parked + (r * QkvTile::kPartialStride + 8 * j + 2 * t4) * 4, acc[j][2 * h],
-                                   acc[j][2 * h + 1]);
-        }
-      }
+      device::splitk::park_rows<QkvTile::kPartialStride>(parked, acc, acc_row0, 0, t4);
     }
-    device::cluster_sync();
+    device::splitk::partials_parked();
     // This CTA reduces its share of the rows over the cluster (reduce_store_rows).
     const uint32_t split = gridDim.z, rank = device::cluster_ctarank();
     const float4 wv4 = which < 2 ? reinterpret_cast<const float4*>(norm_w)[lane] : make_float4(1.f, 1.f, 1.f, 1.f);
@@ -196,7 +179,7 @@ __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const 
     } else {
       reduce_store_rows<2>(p, which, out, n_out, m0, parked, rank, wv4);  // the launcher splits by 2 or 4
     }
-    device::cluster_sync();
+    device::splitk::partials_read();
   }
 }
 

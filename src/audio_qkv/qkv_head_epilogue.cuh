@@ -19,15 +19,14 @@ struct HeadQkvEpilogue {
   };
 
   static __device__ __forceinline__ void store(float (&acc)[32][4], const Params& p, const head_gemm::Tile& t, int m,
-                                               int cw, int warp, int lane, uint32_t /*out_stage: none in tf32*/) {
+                                               int cw, int warp, int lane) {
     const int g = lane >> 2, t4 = lane & 3;
     const int row0 = t.m0 + cw * 64 + warp * 16 + g;
     const float* nw = t.seg == 0 ? p.norm[0] : (t.seg == 1 ? p.norm[1] : p.norm[2]);
     float* out = (t.seg == 0 ? p.out[0] : (t.seg == 1 ? p.out[1] : p.out[2])) + t.head0 * 128;
     if (nw != nullptr) {  // uniform per CTA
       // The weight pairs of the thread's columns, loaded once for both heads and rows, ahead of the scales' shuffle
-      // reductions: loaded per head where they were used, their latency was ~1/4 of this epilogue's stall samples
-      // (long scoreboard, ncu at M = 8192: docs/perf-log.md v23).
+      // reductions, so that their latency hides behind them (docs/perf-log.md v23).
       float2 w[16];
 #pragma unroll
       for (int jl = 0; jl < 16; ++jl) w[jl] = __ldg(reinterpret_cast<const float2*>(nw + 8 * jl + 2 * t4));

@@ -18,19 +18,18 @@
 // caller's activations (hs_raw_map), wait for no pass and run their consumers straight off the TMA barriers; only
 // v's CTAs round.
 //
-// History (docs/perf-log.md): one producer warpgroup loading through registers and rounding on the way had one
-// K-block of loads in flight and ran at ~100 TFLOP/s; two such groups 148. TMA keeps the whole ring in flight;
-// rounding in place then costs shared-memory traffic, and two rounding groups working on alternate stages keep
-// the pass off the critical path (three warps rounding every stage in turn were at ~115 TFLOP/s).
+// Why TMA and rounding in place: producers loading through registers and rounding on the way kept one K-block of
+// loads in flight; TMA keeps the whole ring in flight, and two rounding groups on alternate stages keep the
+// in-place rounding's shared-memory traffic off the critical path (docs/perf-log.md).
 //
 // A form without the rounding groups (kRounding = false, 9 warps) takes launches where q's and k's CTAs read
 // truncated and the activations arrive rounded: v's CTAs then compute the tile's transpose, their weight tile as the
 // wgmma's A operand loaded by ldmatrix and rounded in registers, the activation tile as B. With 17 warps ptxas
 // caps a thread at 96 registers, too few for the fragments beside the accumulators; with 9 it takes 122.
 //
-// Small M (few row tiles) splits K across a cluster of 2 or 4 CTAs along z: each computes a partial tile, parks it
-// in its own shared memory, and after a cluster barrier every CTA reduces a quarter (half) of the rows over the
-// cluster through distributed shared memory, normalizes and stores them.
+// Small M (few row tiles) splits K across a cluster of 2 or 4 CTAs along z (split-K): each computes a partial tile,
+// parks it in its own shared memory, and after a cluster barrier every CTA reduces a quarter (half) of the rows over
+// the cluster through distributed shared memory (device::splitk), normalizes and stores them.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -41,6 +40,7 @@
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_gemm_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
+#include "common/device/splitk_reduce.cuh"
 
 namespace gk::audio {
 
@@ -107,11 +107,11 @@ __global__ void __launch_bounds__(QkvGemmTraits::threads(kRounding), 1)
       // ---------------- rounding groups ----------------
       const int group = warpgroup - 2, t = threadIdx.x % 128;
       for (int i = group; i < (truncated ? 0 : p.k_blocks); i += Tr::kRoundGroups) {
-        const int s = i % Tr::kStages;
-        device::mbar_wait(ring.full(s), (i / Tr::kStages) & 1);
-        // All of a stage's loads before any store (device::round_tf32_smem): the rounding groups pace the kernel
-        // (time stamps: the consumers finish right after the last stage is rounded); in batches of eight a stage
-        // took ~0.7 us, mostly two shared-memory round trips. With pre-rounded activations, the weights only.
+        const int s = ring.pipe.stage(i);
+        ring.pipe.consumer_wait(i);
+        // All of a stage's loads before any store (device::round_tf32_smem): the rounding groups pace the kernel,
+        // and smaller batches spent most of a stage on shared-memory round trips. With pre-rounded activations,
+        // the weights only.
         constexpr int kPerA = Tr::kStageBytes / 16 / 128, kPerB = Tr::kTileBytes / 16 / 128;
         if (p.a_prepared) {
           device::round_tf32_smem<Tr::kTileBytes, 128, kPerB>(stage_b(s), t);
@@ -123,8 +123,8 @@ __global__ void __launch_bounds__(QkvGemmTraits::threads(kRounding), 1)
       }
     }
     if constexpr (kClusterSplit) {
-      device::cluster_sync();  // partials parked
-      device::cluster_sync();  // every CTA done reading remote partials
+      device::splitk::partials_parked();
+      device::splitk::partials_read();
     }
     return;
   }
@@ -149,8 +149,8 @@ __global__ void __launch_bounds__(QkvGemmTraits::threads(kRounding), 1)
     for (int i = 0; i < p.k_blocks; i += 2) {
 #pragma unroll
       for (int q = 0; q < 2; ++q) {
-        const int ii = i + q, s = ii % Tr::kStages;
-        device::mbar_wait(ring.full(s), (ii / Tr::kStages) & 1);
+        const int ii = i + q, s = ring.pipe.stage(ii);
+        ring.pipe.consumer_wait(ii);
 #pragma unroll
         for (int kk = 0; kk < kKSteps; ++kk) {
           device::ldmatrix_x4(stage_b(s) + row_off + (((2 * kk + hi) ^ r7) << 4), frag[q][kk]);
@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(QkvGemmTraits::threads(kRounding), 1)
         device::fence_accumulators(acc);
 #pragma unroll
         for (int kk = 0; kk < kKSteps; ++kk) device::fence_fragment(frag[q ^ 1][kk]);  // retired now
-        if (ii > 0 && lane == 0) device::mbar_arrive(ring.empty((ii - 1) % Tr::kStages));
+        if (ii > 0 && lane == 0) ring.pipe.consumer_release(ii - 1);
       }
     }
     device::wgmma_wait<0>();
@@ -176,8 +176,8 @@ __global__ void __launch_bounds__(QkvGemmTraits::threads(kRounding), 1)
   }
 
   for (int i = 0; i < p.k_blocks; ++i) {
-    const int s = i % Tr::kStages;
-    device::mbar_wait(truncated ? ring.full(s) : ring.ready(s), (i / Tr::kStages) & 1);
+    const int s = ring.pipe.stage(i);
+    device::mbar_wait(truncated ? ring.pipe.full(s) : ring.ready(s), ring.pipe.parity(i));
     device::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Tr::kBK / 8; ++kk) {
@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(QkvGemmTraits::threads(kRounding), 1)
     device::wgmma_commit();
     device::wgmma_wait<1>();
     device::fence_accumulators(acc);
-    if (i > 0 && lane == 0) device::mbar_arrive(ring.empty((i - 1) % Tr::kStages));
+    if (i > 0 && lane == 0) ring.pipe.consumer_release(i - 1);
   }
   device::wgmma_wait<0>();
   device::fence_accumulators(acc);

@@ -1,19 +1,21 @@
 // The audio QKV projection's exact mode as one Hopper kernel: 3xTF32 on tensor cores. Every fp32 operand x is
-// split into big = x rounded to nearest tf32 and small = (x - big) rounded to nearest tf32 (x - big is exact), and
+// made into two tf32 parts, big = x rounded to nearest tf32 and small = (x - big) rounded to nearest tf32 (x - big
+// is exact), and
 //   x * w ~= xs * wb + xb * ws + xb * wb
 // (the dropped xs * ws is below 2^-22 |x w|; each product of two tf32 values is exact in fp32).
 //
 // Why a kernel of our own: the tensor core's fp32 accumulation drops low bits as its running sum grows, so the
-// error of a long K chain grows with its length. 3xTF32 through cuBLASLt (one GEMM over a 3x longer K) measured
-// 2.4e-6 relative L2 on v against fp64, 7x plain fp32 cuBLAS (docs/perf-log.md v5.5). Here each K-block's 12 MMAs
-// (4 k-steps x 3 products) accumulate into a fresh block accumulator that is then added to the running fp32 total
-// with an ordinary FADD ("promotion"), so no tensor-core chain is longer than one K-block.
+// error of a long K chain grows with its length, and 3xTF32 as one GEMM over a 3x longer K (cuBLASLt) lost most of
+// its accuracy that way (docs/perf-log.md v5.5). Here each K-block's 12 MMAs (4 k-steps x 3 products) accumulate
+// into a fresh block accumulator that is then added to the running fp32 total with an ordinary FADD
+// ("promotion"), so no tensor-core chain is longer than one K-block.
 //
-// Tile and epilogue as in the tf32 kernel (qkv_tf32_splitk_sm90.cuh): a CTA computes one head of q, k or v for 128 rows,
-// warpgroups 0 and 1 consume 64 rows each; warpgroup 2 is warps 8-10 splitting each landed stage (raw fp32 ->
-// big in place + small beside it; only the weight tile when the activations arrive split by a pass before the
-// kernel, p.a_prepared) and warp 11 issuing the TMA loads. Registers move from warpgroup 2 to the
-// consumers (setmaxnreg), which hold the total and two block accumulators (one in flight, one being promoted).
+// Tile and epilogue as in the tf32 kernel (qkv_tf32_splitk_sm90.cuh): a CTA computes one head of q, k or v for 128
+// rows, warpgroups 0 and 1 consume 64 rows each; warpgroup 2 is warps 8-10, the part warps, which make each landed
+// stage into its tf32 parts (raw fp32 -> big in place + small beside it; only the weight tile when the activations
+// arrive as parts made by a pass before the kernel, p.a_prepared), and warp 11 issuing the TMA loads. Registers
+// move from warpgroup 2 to the consumers (setmaxnreg), which hold the total and two block accumulators (one in
+// flight, one being promoted). With small M, K is split over a cluster (split-K, qkv_epilogue.cuh).
 // (The register budget is exact: 384 x 168 at launch = 128 x 56 + 256 x 224 after the moves.)
 #pragma once
 
@@ -24,6 +26,7 @@
 #include "audio_qkv/qkv_ring.cuh"
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
+#include "common/device/splitk_reduce.cuh"
 
 namespace gk::audio {
 
@@ -31,9 +34,9 @@ struct Qkv3xTf32Traits {
   static constexpr int kBM = 128, kBN = 128, kBK = 32;  // kBK fp32 = 128 bytes: one swizzle row
   static constexpr int kStages = 3;
   static constexpr int kThreads = 384;
-  static constexpr int kSplitThreads = 96;                // warps 8-10
+  static constexpr int kPartThreads = 96;                 // warps 8-10: the part warps
   static constexpr uint32_t kTileBytes = kBM * kBK * 4;   // 16 KB (kBN == kBM)
-  static constexpr uint32_t kRawBytes = 2 * kTileBytes;   // A then B, as TMA lands them; big after the split
+  static constexpr uint32_t kRawBytes = 2 * kTileBytes;   // A then B, as TMA lands them; big parts after the part warps
   static constexpr int kAParts = 2;                       // activation rows a preparing pass writes per row
   static constexpr uint32_t kStageBytes = 2 * kRawBytes;  // + A small, B small at the same offsets
   static constexpr int kConsumerWarps = 8;
@@ -48,18 +51,18 @@ struct Qkv3xTf32Traits {
 
 namespace qkv3_detail {
 
-// kBytes of a landed stage from `stage` split by 96 threads: the raw A and B tiles (one contiguous 32 KB run; the
-// split is elementwise, so the swizzle carries over), or the B tile alone when A arrives split, become big in place
-// and small kRawBytes further on. The splitters pace the kernel
-// (an instruction more per element made exact mode 7% slower; docs/perf-log.md v10), so loads go out kBatch
-// chunks at a time before any arithmetic, and a batch whose values all lie below the smallest magnitude whose
-// rounding overflows to Inf (one NaN-propagating maximum; NaN and Inf fail it) takes the bare integer rounding:
-// 5 instructions per element instead of 10.
+// kBytes of a landed stage from `stage` made into tf32 parts by the 96 part-warp threads: the raw A and B tiles
+// (one contiguous 32 KB run; the parts are elementwise, so the swizzle carries over), or the B tile alone when A
+// arrives as parts, become big in place and small kRawBytes further on. The part warps pace the kernel (an
+// instruction more per element shows: docs/perf-log.md v10), so loads go out kBatch chunks at a time before any
+// arithmetic, and a batch whose values all lie below the smallest magnitude whose rounding overflows to Inf (one
+// NaN-propagating maximum; NaN and Inf fail it) takes the bare integer rounding: 5 instructions per element
+// instead of 10.
 template <uint32_t kBytes>
-__device__ __forceinline__ void split_stage(uint32_t stage, int t) {
+__device__ __forceinline__ void make_parts(uint32_t stage, int t) {
   using Tr = Qkv3xTf32Traits;
   constexpr int kChunks = kBytes / 16;
-  constexpr int kPer = (kChunks + Tr::kSplitThreads - 1) / Tr::kSplitThreads;
+  constexpr int kPer = (kChunks + Tr::kPartThreads - 1) / Tr::kPartThreads;
   constexpr int kBatch = 4;
   constexpr uint32_t kMask = 0xffffe000u;
 #pragma unroll 1
@@ -67,7 +70,7 @@ __device__ __forceinline__ void split_stage(uint32_t stage, int t) {
     uint32_t x[4 * kBatch], big[4 * kBatch], small[4 * kBatch];
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
-      const int c = t + Tr::kSplitThreads * (j0 + j);
+      const int c = t + Tr::kPartThreads * (j0 + j);
       const uint4 v = c < kChunks ? device::ld_shared_v4(stage + 16u * c) : make_uint4(0, 0, 0, 0);
       x[4 * j] = v.x;
       x[4 * j + 1] = v.y;
@@ -91,7 +94,7 @@ __device__ __forceinline__ void split_stage(uint32_t stage, int t) {
     }
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
-      const int c = t + Tr::kSplitThreads * (j0 + j);
+      const int c = t + Tr::kPartThreads * (j0 + j);
       if (c >= kChunks) continue;
       device::st_shared_v4(stage + 16u * c, make_uint4(big[4 * j], big[4 * j + 1], big[4 * j + 2], big[4 * j + 3]));
       device::st_shared_v4(stage + Tr::kRawBytes + 16u * c,
@@ -109,7 +112,7 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
                             const QkvGemmParams p) {
   using Tr = Qkv3xTf32Traits;
   extern __shared__ unsigned char smem_raw[];
-  const QkvRing<Tr> ring(smem_raw);  // ready = split
+  const QkvRing<Tr> ring(smem_raw);  // ready = made into tf32 parts
   const auto stage = [&](int s) { return ring.stage(s); };
 
   const int n_tile = blockIdx.x;  // which * heads + head
@@ -118,7 +121,7 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
   const int kb0 = blockIdx.z * p.k_blocks;
   const int lane = threadIdx.x % 32;
 
-  if (threadIdx.x == 0) ring.init(Tr::kSplitThreads);
+  if (threadIdx.x == 0) ring.init(Tr::kPartThreads);
   __syncthreads();
 
   const int warpgroup = threadIdx.x / 128;
@@ -128,30 +131,31 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
       // ---------------- TMA warp ----------------
       if (lane == 0) {
         const CUtensorMap* w_map = which == 0 ? &wq_map : (which == 1 ? &wk_map : &wv_map);
-        // With the activations split beforehand this kernel is a programmatic dependent of that pass: wait for it
-        // (a no-op otherwise) and order its writes before these TMA reads. Their small parts are rows M.. 2M - 1.
+        // With the activations' parts made beforehand this kernel is a programmatic dependent of that pass: wait
+        // for it (a no-op otherwise) and order its writes before these TMA reads. Their small parts are rows
+        // M .. 2M - 1.
         device::grid_dependency_wait();
         device::fence_proxy_async_global();
         ring.load(&hs_map, w_map, kb0, p.k_blocks, m0, head * Tr::kBN, p.a_prepared ? p.m : -1);
       }
     } else {
-      // ---------------- split warps ----------------
+      // ---------------- part warps ----------------
       const int t = threadIdx.x - 256;
       for (int i = 0; i < p.k_blocks; ++i) {
-        const int s = i % Tr::kStages;
-        device::mbar_wait(ring.full(s), (i / Tr::kStages) & 1);
+        const int s = ring.pipe.stage(i);
+        ring.pipe.consumer_wait(i);
         if (p.a_prepared) {
-          qkv3_detail::split_stage<Tr::kTileBytes>(stage(s) + Tr::kTileBytes, t);
+          qkv3_detail::make_parts<Tr::kTileBytes>(stage(s) + Tr::kTileBytes, t);
         } else {
-          qkv3_detail::split_stage<Tr::kRawBytes>(stage(s), t);
+          qkv3_detail::make_parts<Tr::kRawBytes>(stage(s), t);
         }
         device::fence_proxy_async_shared();  // wgmma reads through the async proxy
         device::mbar_arrive(ring.ready(s));
       }
     }
     if constexpr (kClusterSplit) {
-      device::cluster_sync();  // partials parked
-      device::cluster_sync();  // every CTA done reading remote partials
+      device::splitk::partials_parked();
+      device::splitk::partials_read();
     }
     return;
   }
@@ -166,8 +170,8 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
 
   // Issues K-block i's 12 MMAs into `d`; the first starts a fresh sum, so each block's chain starts at zero.
   const auto issue = [&](float (&d)[16][4], int i) {
-    const int s = i % Tr::kStages;
-    device::mbar_wait(ring.ready(s), (i / Tr::kStages) & 1);
+    const int s = ring.pipe.stage(i);
+    ring.ready_wait(i);
     device::wgmma_fence();
     const uint32_t a_big = stage(s) + wg * 64 * 128, b_big = stage(s) + Tr::kTileBytes;
     const uint32_t a_small = a_big + Tr::kRawBytes, b_small = b_big + Tr::kRawBytes;
@@ -195,7 +199,7 @@ __global__ void __launch_bounds__(Qkv3xTf32Traits::kThreads, 1)
       acc[j][2] += d[j][2];
       acc[j][3] += d[j][3];
     }
-    if (lane == 0) device::mbar_arrive(ring.empty(i % Tr::kStages));
+    if (lane == 0) ring.pipe.consumer_release(i);
   };
 
   // Two blocks per trip, each accumulator array indexed by a constant: block i+1's MMAs run while block i is

@@ -2,11 +2,9 @@
 // packed projection output (k's first head at NormRopeParams::k_head0). A warp works on (token, 8 heads): a
 // half-warp per head, lane l of it holding dims 8l..8l+7 (16 bytes), so the RoPE partner d +/- D/2 of a 128-wide
 // head sits in lane l^8, and the token's cos/sin serve all the warp's heads. The pass is a stream (read q|k once,
-// write once); what set its speed was first the bytes in flight (each lane now issues its four head loads before
-// any arithmetic, 64 registers so 4 blocks of 256 threads fit an SM),
-// then the instruction count (ncu at M = 8192: 63.5 us with 4 heads per warp and fp32 RoPE, 888 instructions per
-// lane; 35.7 us now, 576 instructions, 65% of DRAM peak; docs/perf-log.md v9). A cp.async double-buffered variant
-// with persistent warps measured slower (39.2 us).
+// write once); what set its speed was first the bytes in flight (each lane issues its four head loads before any
+// arithmetic, 64 registers so 4 blocks of 256 threads fit an SM), then the instruction count (bf16 RoPE, 8 heads
+// per warp). A cp.async double-buffered variant with persistent warps was slower (docs/perf-log.md v9).
 // Rounding follows the layer's definition: the normalized head is rounded to bf16, each RoPE product is rounded,
 // then their sum.
 #include <cuda_bf16.h>
@@ -81,8 +79,8 @@ __device__ __forceinline__ void weight_factors(const NormRopeParams& p, bool q, 
 
 // Normalizes, rotates and stores one item's heads from their raw values. Full warp.
 //
-// The pass ran instruction-bound at ~2 TB/s with every product in fp32 (888 instructions per lane and item), so
-// RoPE runs on bf16 pairs with one rounding per operation. y and cos/sin are bf16, so a product's fp32 value is
+// With every product in fp32 the pass was instruction-bound (docs/perf-log.md v9), so RoPE runs on bf16 pairs with
+// one rounding per operation. y and cos/sin are bf16, so a product's fp32 value is
 // exact unless it falls below 2^-134, where both it and the single rounding give the same signed zero; and the
 // fp32 sum of two bf16 values rounded to bf16 equals the single rounding of the exact sum (when their exponents
 // differ by more than 15 the smaller one is below a quarter of the larger's bf16 ulp, so both round to the

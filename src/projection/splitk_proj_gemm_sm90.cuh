@@ -7,9 +7,9 @@
 //
 // The layer takes it for a single row tile (M = B*S <= 128), where a library GEMM is bound by the weight stream
 // and by launches: K is split across a cluster of CTAs along z so that the stream spreads over most SMs, and the
-// partial tiles are reduced through distributed shared memory. With more row tiles it runs two heads per tile,
-// which halves the activation tile's share of what each SM pulls from L2 (the bound there: 480 -> 570 TFLOP/s
-// at M = 8192), still short of cuBLASLt's mainloop. Roles, by warp: warpgroups 0 and 1 consume 64 rows each (one
+// partial tiles are reduced through distributed shared memory (device::splitk). With more row tiles it runs two
+// heads per tile, which halves the activation tile's share of what each SM pulls from L2, the bound there
+// (docs/perf-log.md). Roles, by warp: warpgroups 0 and 1 consume 64 rows each (one
 // wgmma.m64n128k16 per head per K step) from a TMA ring of 192 KB, keeping one K-block's group in flight and
 // releasing stages through empty barriers; warp 8 issues the TMA loads, and once the mainloop no longer needs the
 // memory bandwidth, an optional L2 prefetch for the kernels after (ProjGemmParams::l2_prefetch). The kernel lets a
@@ -25,10 +25,11 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "common/device/pipeline.cuh"
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
+#include "common/device/splitk_reduce.cuh"
 #include "projection/params.hpp"
-
 
 namespace gk::gemma3 {
 
@@ -74,8 +75,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
   const uint32_t bar = base + Tr::kStages * Tr::kStageBytes;
   const auto stage_a = [&](int s) { return base + s * Tr::kStageBytes; };
   const auto stage_b = [&](int s) { return base + s * Tr::kStageBytes + Tr::kTileBytesA; };
-  const auto full = [&](int s) { return bar + 8u * s; };                   // TMA landed
-  const auto empty = [&](int s) { return bar + 8u * (Tr::kStages + s); };  // consumed
+  const device::Pipeline<Tr::kStages> pipe{bar, bar + 8u * Tr::kStages};  // full: TMA landed; empty: consumed
 
   // Selects, not p.x[seg]: a dynamic index into the parameter block would copy it to local memory.
   const int tile = blockIdx.x;
@@ -94,10 +94,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
   // here reads what it writes. Without such a kernel this has no effect.
   device::launch_dependents();
   if (threadIdx.x == 0) {
-    for (int s = 0; s < Tr::kStages; ++s) {
-      device::mbar_init(full(s), 1);
-      device::mbar_init(empty(s), Tr::kConsumerWarps);
-    }
+    pipe.init(Tr::kConsumerWarps);
     device::mbar_fence_init();
   }
   __syncthreads();
@@ -109,15 +106,18 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
       device::tma_prefetch_descriptor(&a_map);
       device::tma_prefetch_descriptor(w_map);
       for (int i = 0; i < kb1 - kb0; ++i) {
-        const int s = i % Tr::kStages, round = i / Tr::kStages;
+        // Pipeline::producer_acquire's steps, spelled out: so written, the compiler unrolls this loop by the four
+        // stages of the two-head kernels as it always has (through producer_acquire it does not).
+        const int s = pipe.stage(i), round = i / Tr::kStages;
         const int col = (kb0 + i) * Tr::kBK;
-        if (round > 0) device::mbar_wait(empty(s), (round - 1) & 1);
-        device::mbar_arrive_expect_tx(full(s), Tr::kStageBytes);
-        device::tma_load_2d(stage_a(s), &a_map, full(s), col, m0);
-        device::tma_load_2d(stage_b(s), w_map, full(s), col, head0 * Tr::kHeadDim);  // both heads' rows: one box
+        if (round > 0) device::mbar_wait(pipe.empty(s), uint32_t(round - 1) & 1u);
+        device::mbar_arrive_expect_tx(pipe.full(s), Tr::kStageBytes);
+        const uint32_t full = pipe.full(s);
+        device::tma_load_2d(stage_a(s), &a_map, full, col, m0);
+        device::tma_load_2d(stage_b(s), w_map, full, col, head0 * Tr::kHeadDim);  // both heads' rows: one box
       }
     }
-    if constexpr (kClusterSplit) device::cluster_sync();  // partials parked: the cluster's mainloop is done
+    if constexpr (kClusterSplit) device::splitk::partials_parked();  // so the cluster's mainloop is done
     // The L2 prefetch hint, now that this CTA's weight stream no longer needs the memory bandwidth (without a
     // split, the last loads may still be in flight).
     if (lane == 0 && p.l2_prefetch_bytes != 0) {
@@ -125,7 +125,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
       device::bulk_prefetch_l2_share(p.l2_prefetch, p.l2_prefetch_bytes, cta,
                                      uint64_t(gridDim.x) * gridDim.y * gridDim.z);
     }
-    if constexpr (kClusterSplit) device::cluster_sync();  // every CTA done reading remote partials
+    if constexpr (kClusterSplit) device::splitk::partials_read();
     return;
   }
 
@@ -140,8 +140,8 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
   }
 
   for (int i = 0; i < kb1 - kb0; ++i) {
-    const int s = i % Tr::kStages;
-    device::mbar_wait(full(s), (i / Tr::kStages) & 1);
+    const int s = pipe.stage(i);
+    pipe.consumer_wait(i);
     device::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Tr::kBK / 16; ++kk) {
@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
     device::wgmma_wait<1>();
 #pragma unroll
     for (int h = 0; h < Tr::kHeads; ++h) device::fence_accumulators(acc[h]);
-    if (i > 0 && lane == 0) device::mbar_arrive(empty((i - 1) % Tr::kStages));
+    if (i > 0 && lane == 0) pipe.consumer_release(i - 1);
   }
   device::wgmma_wait<0>();
 #pragma unroll
@@ -171,15 +171,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
   const int g = lane >> 2, t4 = lane & 3;
 #pragma unroll
   for (int h = 0; h < Tr::kHeads; ++h) {
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      const int r = wg * 64 + warp * 16 + g + 8 * hr;
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        device::st_shared_v2_f32(parked + (r * Tr::kPartialStride + h * Tr::kHeadDim + 8 * j + 2 * t4) * 4,
-                                 acc[h][j][2 * hr], acc[h][j][2 * hr + 1]);
-      }
-    }
+    device::splitk::park_rows<Tr::kPartialStride>(parked, acc[h], wg * 64 + warp * 16 + g, h * Tr::kHeadDim, t4);
   }
 
   // Epilogue rows: the tile's rows are dealt to the cluster's CTAs round-robin (any split), then to this CTA's
@@ -200,7 +192,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
     }
   }
   if constexpr (kClusterSplit) {
-    device::cluster_sync();
+    device::splitk::partials_parked();
   } else {
     device::named_barrier_sync(1, 32 * Tr::kConsumerWarps);
   }
@@ -231,18 +223,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
 #pragma unroll
         for (int h = 0; h < Tr::kHeads; ++h) {
           const uint32_t local = parked + (row_of(i0 + b) * Tr::kPartialStride + h * Tr::kHeadDim + 4 * lane) * 4;
-          float4 x;
-          if constexpr (kClusterSplit) {
-            x = device::ld_cluster_f32x4(device::cluster_map(local, static_cast<uint32_t>(q)));
-          } else {
-            const uint4 raw = device::ld_shared_v4(local);
-            x = make_float4(__uint_as_float(raw.x), __uint_as_float(raw.y), __uint_as_float(raw.z),
-                            __uint_as_float(raw.w));
-          }
-          sum[b][h].x += x.x;
-          sum[b][h].y += x.y;
-          sum[b][h].z += x.z;
-          sum[b][h].w += x.w;
+          device::splitk::add_f32x4(sum[b][h], device::splitk::load_partial<kClusterSplit>(local, q));
         }
       }
     }
@@ -257,8 +238,8 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
         if (h >= heads_here) break;  // uniform per CTA
         // The projection's own bf16 output, as the unfused layer would store it. Rounded by packed conversions
         // (one F2FP per pair), and RoPE on bf16 pairs as in the standalone pass (the same bits as rounding each
-        // fp32 product and the sum): a scalar round trip is an F2F per value, 16 results per clock and SM against
-        // the packed conversion's 127 (gk_micro_mufu; docs/perf-log.md, v23).
+        // fp32 product and the sum): a scalar round trip is an F2F per value, of far lower throughput
+        // (docs/perf-log.md v23).
         uint32_t xp[2] = {device::pack_bf16x2(sum[b][h].x, sum[b][h].y), device::pack_bf16x2(sum[b][h].z, sum[b][h].w)};
         if (norm_w != nullptr) {  // uniform per CTA
           const float2 x01 = device::unpack_bf16x2(xp[0]), x23 = device::unpack_bf16x2(xp[1]);
@@ -283,7 +264,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
       }
     }
   }
-  if constexpr (kClusterSplit) device::cluster_sync();  // keep this CTA's partials alive for the others' reads
+  if constexpr (kClusterSplit) device::splitk::partials_read();  // this CTA's partials stay alive for the others
 }
 
 }  // namespace gk::gemma3

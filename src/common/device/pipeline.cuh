@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "common/device/sm90_gemm_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
 
 namespace gk::device {
@@ -49,6 +50,16 @@ struct Pipeline {
   __device__ void consumer_wait(int count) const { mbar_wait(full(stage(count)), parity(count)); }
   // Consumer: one arrival on use `count`'s empty barrier (the caller picks which thread arrives).
   __device__ void consumer_release(int count) const { mbar_arrive(empty(stage(count))); }
+
+  // Consumer of a ring shared by two CTAs of a cluster (each producer multicasts into both): one arrival on use
+  // `count`'s empty barrier in each CTA, given their stage-0 empty barriers as cluster addresses
+  // (cluster_map(empty(0), rank)); the barriers then expect the arrivals of both CTAs' consumers.
+  __device__ __forceinline__ static void consumer_release_cluster(int count, uint32_t empty0_rank0,
+                                                                  uint32_t empty0_rank1) {
+    const uint32_t off = 8u * stage(count);
+    mbar_arrive_cluster(empty0_rank0 + off);
+    mbar_arrive_cluster(empty0_rank1 + off);
+  }
 };
 
 }  // namespace gk::device

@@ -1,5 +1,6 @@
 // Warp-level tensor-core and async-copy primitives (sm_80 ISA, valid on sm_90a): shared-memory accesses by
-// address, ldmatrix, mma.sync bf16, cp.async with zero fill, and single-instruction special functions. Thin wrappers so the kernels read as math.
+// address, ldmatrix, mma.sync bf16, cp.async with zero fill, and single-instruction special functions. Thin
+// wrappers so the kernels read as math.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -1,33 +1,27 @@
-// Persistent head-tiled GEMM for Hopper: out = A[M, K] * W^T for up to three weight segments (q, k, v: each
-// [heads * 128, K]), where every output tile is 128 rows x two heads (256 columns; ping-pong: one head) of one segment,
-// so that an epilogue can normalize whole heads in registers. The audio QKV projection runs on it in tf32 mode past one
-// wave of the split kernel (v's inputs rounded to nearest: A in registers on the way from shared memory, the weights
-// from a rounded copy; q's and k's read truncated; per-head RMSNorm in the epilogue); the Gemma3 layer's q|k|v step can
-// (bf16, norm and RoPE in the epilogue), but is not the layer's default (docs/perf-log.md, v7; v22: with the staged
-// stores the plain O shape matches CUTLASS's 128 x 256 cooperative kernel under ncu and comes within 1-4% of cuBLASLt
-// in the layer at whole waves; v23: without scalar bf16 conversions the q|k|v step equals cuBLASLt + the norm pass at
-// whole rounds and loses where the last round is partly idle).
+// Persistent head-tiled GEMM for Hopper in tf32: out = A[M, K] * W^T for up to three weight segments (q, k, v:
+// each [heads * 128, K]), where every output tile is 128 rows x two heads (256 columns) of one segment, so that an
+// epilogue can normalize whole heads in registers. The audio QKV projection runs on it past one wave of its split-K
+// kernel (v's inputs rounded to nearest: A in registers on the way from shared memory, the weights from a rounded
+// copy; q's and k's read truncated; per-head RMSNorm in the epilogue). History: docs/perf-log.md (v7-v27).
 //
-//  - The grid is persistent: clusters of two CTAs walk units of (two row tiles, one head pair, or one head for
-//    ping-pong); the ring's phases run on across units, so the producer loads the next unit while the consumers
-//    run the epilogue.
-//  - The two CTAs of a cluster share the weight tile: each loads one head's rows (ping-pong: half of one) and
-//    multicasts them to both (a third less L2 traffic per CTA; measured neutral against separate loads, kept for
-//    the L2 headroom).
-//  - The epilogue works on the accumulators in registers. bf16: each consumer warpgroup stages its rows of one head
-//    at a time in shared memory (out_stage) and one thread issues TMA stores, so the warpgroup returns to the
-//    mainloop while the stores drain; tf32 (audio) stores straight to global memory.
+//  - The grid is persistent: clusters of two CTAs walk units of two row tiles and one head pair; the ring's
+//    phases run on across units (device::Pipeline), so the producer loads the next unit while the consumers run
+//    the epilogue.
+//  - The two CTAs of a cluster share the weight tile: each loads one head's rows and multicasts them to both
+//    (less L2 traffic per CTA; kept for the L2 headroom, docs/perf-log.md v8).
+//  - The epilogue works on the accumulators in registers and stores straight to global memory.
 //
-// Roles: warpgroup 0 is the producer (one thread issues the TMA loads; in tf32 its other three warps may round one
-// segment's weights for the kernel itself: weight_prep.cuh); warpgroups 1 and 2 consume 64 rows each
-// with one wgmma of N = 256 per K step (bf16: A and B from shared memory; tf32: A from registers, loaded by
-// ldmatrix and rounded on the way, B from shared memory), keeping one K-block's group in flight. A stage is
-// released to the producers of both CTAs (each multicasts into the other's ring) by one arrival per consumer warp.
+// Roles: warpgroup 0 is the producer (one thread issues the TMA loads; its other three warps may round one
+// segment's weights for the kernel itself: weight_prep.cuh); warpgroups 1 and 2 consume 64 rows each with one
+// wgmma of N = 256 per K step (A from registers, loaded by ldmatrix and rounded on the way, B from shared memory),
+// keeping one K-block's group in flight. A stage is released to the producers of both CTAs (each multicasts into
+// the other's ring) by one arrival per consumer warp.
 #pragma once
 
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include "common/device/pipeline.cuh"
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_gemm_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
@@ -36,13 +30,6 @@
 #include "projection/head_gemm/weight_prep.cuh"
 
 namespace gk::head_gemm {
-
-enum class Operand { kBf16, kTf32 };
-// kCooperative: both consumer warpgroups share a unit of 128 rows x two heads (64 rows each), so both run their
-// epilogues at once while the tensor cores idle. kPingPong (bf16): each consumer warpgroup takes alternate units of
-// 128 rows x one head and the two take turns on the tensor cores, so that one's epilogue (the norm, RoPE, the
-// stores) runs under the other's mainloop.
-enum class Schedule { kCooperative, kPingPong };
 
 // The units one launch walks (filled by the launcher, head_gemm_launch.cuh).
 struct Grid {
@@ -69,41 +56,36 @@ struct Tile {
   int m0;     // the CTA's first row
 };
 
-template <Operand kOperand, Schedule kSchedule = Schedule::kCooperative>
-struct Config {
-  static constexpr bool kTf32 = kOperand == Operand::kTf32;
-  static constexpr bool kPingPong = kSchedule == Schedule::kPingPong;
-  static_assert(!(kTf32 && kPingPong), "ping-pong: bf16 only");
+// The kernel's one configuration: tf32 operands, both consumer warpgroups sharing a unit of 128 rows x two heads
+// (64 rows each). The bf16 and ping-pong forms are retired (docs/perf-log.md v27); kTf32 and kPingPong stay as
+// constants for the launcher's checks.
+struct Tf32Config {
+  static constexpr bool kTf32 = true;
+  static constexpr bool kPingPong = false;
   static constexpr int kBM = 128, kHeadDim = 128;
-  static constexpr int kHeadsPerTile = kPingPong ? 1 : 2;
+  static constexpr int kHeadsPerTile = 2;
   static constexpr int kBN = kHeadsPerTile * kHeadDim;
-  static constexpr int kElemBytes = kTf32 ? 4 : 2;
+  static constexpr int kElemBytes = 4;
   static constexpr int kBK = 128 / kElemBytes;  // one 128-byte swizzle row
-  static constexpr int kInstK = kTf32 ? 8 : 16;
+  static constexpr int kInstK = 8;
   static constexpr int kKSteps = kBK / kInstK;  // wgmma per K-block and warpgroup
   static constexpr uint32_t kTileBytesA = kBM * 128;      // 16 KB
   static constexpr uint32_t kHeadBytesB = kHeadDim * 128;  // 16 KB: one head's weight rows
   static constexpr uint32_t kStageBytes = kTileBytesA + kHeadsPerTile * kHeadBytesB;
-  static constexpr int kStages = kPingPong ? 6 : 4;  // 192 KB of ring either way
-  // bf16: per consumer warpgroup, one head of its 64 rows in bf16 (two TMA boxes of 64 x 64) for the epilogue's
-  // staged stores. Straight from the accumulator layout each quad wrote 16 bytes of a row per store, and the
-  // epilogue took ~15% of the consumers' time at M = 8192 (ncu, docs/perf-log.md v22). tf32 has no room left.
-  static constexpr uint32_t kOutStageBytes = kTf32 ? 0 : 64 * kHeadDim * 2;
-  static_assert(kStageBytes % 1024 == 0 && kOutStageBytes % 1024 == 0, "staging on the 128-byte swizzle's 1 KB atoms");
+  static constexpr int kStages = 4;  // 192 KB of ring
+  static_assert(kStageBytes % 1024 == 0, "stages on the 128-byte swizzle's 1 KB atoms");
   static constexpr int kClusterSize = 2;
-  // The weight rows each CTA of the cluster loads and multicasts to both: one head of the pair, or half the head.
+  // The weight rows each CTA of the cluster loads and multicasts to both: one head of the pair.
   static constexpr int kBRowsPerRank = kHeadsPerTile * kHeadDim / kClusterSize;
   static constexpr int kConsumerWarps = 8;
-  // Arrivals that free a stage: every warp that reads it, in both CTAs (ping-pong: one warpgroup's).
-  static constexpr int kEmptyArrivals = kClusterSize * (kPingPong ? 4 : kConsumerWarps);
+  // Arrivals that free a stage: every warp that reads it, in both CTAs.
+  static constexpr int kEmptyArrivals = kClusterSize * kConsumerWarps;
   static constexpr int kThreads = 384;
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-  // The ring, its barriers (full, empty; tf32: the preparation's three after them, in a 1 KB block) and, for tf32,
-  // the preparation's chunk buffers (weight_prep.cuh).
-  static constexpr size_t kBarrierBytes = kTf32 ? 1024 : 8 * 2 * kStages;
-  static constexpr size_t kSmemBytes =
-      1024 + size_t(kStages) * kStageBytes + 2 * size_t(kOutStageBytes) + kBarrierBytes +
-      (kTf32 ? PrepSmem::kBytes : 0);
+  // The ring, its barriers (full, empty, then the preparation's three, in a 1 KB block) and the preparation's
+  // chunk buffers (weight_prep.cuh).
+  static constexpr size_t kBarrierBytes = 1024;
+  static constexpr size_t kSmemBytes = 1024 + size_t(kStages) * kStageBytes + kBarrierBytes + PrepSmem::kBytes;
   // Within the 227 KB a CTA may have, with room for stream_k_meet's static word (ptxas: 16 bytes).
   static_assert(kSmemBytes + 64 <= 227 * 1024, "shared memory per CTA");
   // setmaxnreg moves registers within what the CTA was launched with (168 per thread under
@@ -111,13 +93,11 @@ struct Config {
   static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
   static_assert(kProducerRegs * 128 + kConsumerRegs * 256 <= kLaunchRegs * kThreads, "the CTA's register pool");
 };
-
-// The tf32 configuration (the audio QKV projection's persistent path).
-using Tf32Config = Config<Operand::kTf32>;
+using Config = Tf32Config;
 
 // Unit order (unit_order.hpp): the head-pair tiles of one row pair, then the next row pair, or with the last
-// segment's tiles of the first row pairs lagging behind (Operands::lag_last_segment). (Grouping row pairs so that a
-// round of clusters covers a block of rows x tiles, for L2 locality, measured no different: docs/perf-log.md, v8.)
+// segment's tiles of the first row pairs lagging behind (Operands::lag_last_segment). (Grouping row pairs into
+// blocks of rows x tiles for L2 locality did not pay: docs/perf-log.md v8.)
 // `heads_per_tile`: Config::kHeadsPerTile (the tiles of Grid::seg_end are that many heads wide).
 __device__ __forceinline__ Tile decode_unit(const Grid& g, int unit, int rank, int heads_per_tile) {
   const UnitPos pos = unit_position(g.order, unit);
@@ -147,26 +127,25 @@ __device__ __forceinline__ float head_sum_squares(const float (&acc)[32][4], int
   return ss + __shfl_xor_sync(0xffffffffu, ss, 2);
 }
 
+// The shared-memory map: kStages stages (A, then B) from a 1024-byte aligned base, then the pipeline's barriers
+// (full, empty) and the weight preparation's (weight_prep.cuh).
 template <class Cfg>
 struct Ring {
   uint32_t base, bar;
   __device__ explicit Ring(const unsigned char* smem_raw)
-      : base(device::smem_base_1024(smem_raw)),
-        bar(base + Cfg::kStages * Cfg::kStageBytes + 2 * Cfg::kOutStageBytes) {}
+      : base(device::smem_base_1024(smem_raw)), bar(base + Cfg::kStages * Cfg::kStageBytes) {}
   __device__ uint32_t a(int s) const { return base + s * Cfg::kStageBytes; }
-  // Consumer warpgroup cw's output staging (1024-byte aligned, as the TMA's 128-byte swizzle needs; bf16 only: in
-  // tf32 there is none and this is the barriers' address).
-  __device__ uint32_t out(int cw) const { return base + Cfg::kStages * Cfg::kStageBytes + cw * Cfg::kOutStageBytes; }
   __device__ uint32_t b(int s) const { return base + s * Cfg::kStageBytes + Cfg::kTileBytesA; }
-  __device__ uint32_t full(int s) const { return bar + 8u * s; }
-  __device__ uint32_t empty(int s) const { return bar + 8u * (Cfg::kStages + s); }
+  __device__ device::Pipeline<Cfg::kStages> pipe() const {
+    return device::Pipeline<Cfg::kStages>{bar, bar + 8u * Cfg::kStages};
+  }
   __device__ PrepSmem prep() const {
     return PrepSmem{bar + uint32_t(Cfg::kBarrierBytes), bar + 8u * 2 * Cfg::kStages, bar + 8u * (2 * Cfg::kStages + 2)};
   }
 };
 
-// Producer thread: every unit's K-blocks into the ring; A is this CTA's own, B one head of the pair per CTA
-// (ping-pong: half the head), multicast to both.
+// Producer thread: every unit's K-blocks into the ring; A is this CTA's own, B one head of the pair per CTA,
+// multicast to both.
 template <class Cfg>
 __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, const CUtensorMap* a_map,
                                         const CUtensorMap* w0, const CUtensorMap* w1, const CUtensorMap* w2,
@@ -180,163 +159,87 @@ __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const Grid& g, co
   // before that kernel ends: wait for it, and order its writes before these TMA reads. A no-op otherwise.
   device::grid_dependency_wait();
   device::fence_proxy_async_global();
+  const auto pipe = ring.pipe();
   WorkWalk walk(g.units, g.k_blocks, g.sk_unit0, g.sk_run, blockIdx.x, gridDim.x);
   int it = 0;
   for (Work wk; walk.get(wk);) {
     const Tile t = decode_unit(g, wk.unit, rank, Cfg::kHeadsPerTile);
-    if constexpr (Cfg::kTf32) {
-      if (!prepared && t.seg == g.prep.seg) {
-        prep_wait_all(ring.prep());
-        prepared = true;
-      }
+    if (!prepared && t.seg == g.prep.seg) {
+      prep_wait_all(ring.prep());
+      prepared = true;
     }
     const CUtensorMap* w = t.seg == 0 ? w0 : (t.seg == 1 ? w1 : w2);
     // Past the segment's last head (an odd segment's last pair): TMA reads zeros.
     const int w_row = t.head0 * Cfg::kHeadDim + rank * Cfg::kBRowsPerRank;
     for (int kb = wk.kb0; kb < wk.kb1; ++kb, ++it) {
-      const int s = it % Cfg::kStages, use = it / Cfg::kStages;
-      if (use > 0) device::mbar_wait(ring.empty(s), (use - 1) & 1);
-      device::mbar_arrive_expect_tx(ring.full(s), Cfg::kStageBytes);
-      device::tma_load_2d(ring.a(s), a_map, ring.full(s), kb * Cfg::kBK, t.m0);
-      device::tma_load_2d_multicast(ring.b(s) + rank * Cfg::kBRowsPerRank * 128, w, ring.full(s), kb * Cfg::kBK,
-                                    w_row, 0x3);
+      const int s = pipe.stage(it);
+      const uint32_t full = pipe.producer_acquire(it, Cfg::kStageBytes);
+      device::tma_load_2d(ring.a(s), a_map, full, kb * Cfg::kBK, t.m0);
+      device::tma_load_2d_multicast(ring.b(s) + rank * Cfg::kBRowsPerRank * 128, w, full, kb * Cfg::kBK, w_row, 0x3);
     }
   }
 }
 
-// Frees ring stage i % kStages in both CTAs of the cluster: one arrival per consumer warp, from its lane 0.
+// Frees use i's stage in both CTAs of the cluster: one arrival per consumer warp, from its lane 0.
 template <class Cfg>
 __device__ __forceinline__ void release_stage(int i, uint32_t empty0, uint32_t empty1) {
-  if (threadIdx.x % 32 == 0) {
-    const uint32_t off = 8u * (i % Cfg::kStages);
-    device::mbar_arrive_cluster(empty0 + off);
-    device::mbar_arrive_cluster(empty1 + off);
-  }
-}
-
-// bf16: waits until K-block `it`'s stage has landed and fences the wgmmas that read it; returns the stage's offset
-// in descriptor units (16 bytes).
-template <class Cfg>
-__device__ __forceinline__ uint32_t wait_stage(const Ring<Cfg>& ring, int it) {
-  const int s = it % Cfg::kStages;
-  device::mbar_wait(ring.full(s), (it / Cfg::kStages) & 1);
-  device::wgmma_fence();
-  return uint32_t(s) * (Cfg::kStageBytes >> 4);
+  if (threadIdx.x % 32 == 0) device::Pipeline<Cfg::kStages>::consumer_release_cluster(i, empty0, empty1);
 }
 
 // One consumer warpgroup's K loop over K-blocks [kb0, kb1) of a unit (an even count): acc = its 64 rows x 256
-// columns. `it` counts K-blocks across units (stage and phase); `empty0` / `empty1` are stage 0's empty barrier in
-// cluster ranks 0 and 1.
-// `round_a` (tf32, uniform): round the A fragments to nearest rather than let the tensor cores truncate them.
+// columns. `it` counts K-blocks across units (the pipeline's use count); `empty0` / `empty1` are stage 0's empty
+// barrier in cluster ranks 0 and 1. `round_a` (uniform): round the A fragments to nearest rather than let the
+// tensor cores truncate them.
 template <class Cfg>
 __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& ring, int kb0, int kb1, int& it,
                                          int cw, uint32_t empty0, uint32_t empty1, bool round_a) {
   const auto release = [&](int i) { release_stage<Cfg>(i, empty0, empty1); };
+  const auto pipe = ring.pipe();
   // Descriptors are built once: a stage or k-step offset is a plain add to the address field (addresses stay below
-  // 256 KB, so the 14-bit field never carries). `cw` arrives warp-uniform (the caller broadcasts it), so they live
-  // in uniform registers. Rebuilt from the address for every wgmma, in vector registers, they took ~90
-  // instructions per K-block (now ~50, all uniform); the time did not move either way (docs/perf-log.md, v8).
+  // 256 KB, so the 14-bit field never carries), and they live in uniform registers (docs/perf-log.md v8).
   const uint64_t b_desc = device::smem_desc_sw128(ring.b(0), 16, 1024);
-  if constexpr (!Cfg::kTf32) {
-    // 16 bf16 = 32 bytes along the swizzled rows; this warpgroup's 64 rows start 64 * 128 bytes in.
-    const uint64_t a_desc = device::smem_desc_sw128(ring.a(0) + cw * 64 * 128, 16, 1024);
-    for (int kb = kb0; kb < kb1; ++kb, ++it) {
-      const uint32_t stage_off = wait_stage(ring, it);
+  const int lane = threadIdx.x % 32;
+  // A fragments by ldmatrix: lane l addresses row (l % 16) of the warp's 16 and the 16-byte chunk 2 kk + l / 16
+  // of the swizzled row (chunk c of row r sits at c ^ (r % 8)), giving a0..a3 of the m16n8k8 layout.
+  const int r = cw * 64 + (threadIdx.x / 32) % 4 * 16 + lane % 16;
+  const uint32_t row_off = r * 128, hi = lane / 16, r7 = r % 8;
+  uint32_t frag[2][Cfg::kKSteps][4];
+  // K-blocks in pairs, so that the fragment buffer an in-flight group reads is a compile-time index.
+  for (int kb = kb0; kb < kb1; kb += 2) {
+#pragma unroll
+    for (int p = 0; p < 2; ++p, ++it) {
+      const int s = pipe.stage(it);
+      pipe.consumer_wait(it);
 #pragma unroll
       for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
-        device::wgmma_m64n256k16_ss(acc, a_desc + stage_off + kk * 2, b_desc + stage_off + kk * 2, (kb - kb0) | kk);
+        device::ldmatrix_x4(ring.a(s) + row_off + (((2 * kk + hi) ^ r7) << 4), frag[p][kk]);
+      }
+      if (round_a) device::round_tf32_for_mma(reinterpret_cast<uint32_t(&)[Cfg::kKSteps * 4]>(frag[p]));
+      device::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
+        // 8 fp32 = 32 bytes along the swizzled rows.
+        device::wgmma_m64n256k8_tf32_rs(acc, frag[p][kk], b_desc + uint32_t(s) * (Cfg::kStageBytes >> 4) + kk * 2,
+                                        (kb - kb0 + p) | kk);
       }
       device::wgmma_commit();
       device::wgmma_wait<1>();
       device::fence_accumulators(acc);
-      if (kb > kb0) release(it - 1);
-    }
-  } else {
-    const int lane = threadIdx.x % 32;
-    // A fragments by ldmatrix: lane l addresses row (l % 16) of the warp's 16 and the 16-byte chunk 2 kk + l / 16
-    // of the swizzled row (chunk c of row r sits at c ^ (r % 8)), giving a0..a3 of the m16n8k8 layout.
-    const int r = cw * 64 + (threadIdx.x / 32) % 4 * 16 + lane % 16;
-    const uint32_t row_off = r * 128, hi = lane / 16, r7 = r % 8;
-    uint32_t frag[2][Cfg::kKSteps][4];
-    // K-blocks in pairs, so that the fragment buffer an in-flight group reads is a compile-time index.
-    for (int kb = kb0; kb < kb1; kb += 2) {
 #pragma unroll
-      for (int p = 0; p < 2; ++p, ++it) {
-        const int s = it % Cfg::kStages;
-        device::mbar_wait(ring.full(s), (it / Cfg::kStages) & 1);
-#pragma unroll
-        for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
-          device::ldmatrix_x4(ring.a(s) + row_off + (((2 * kk + hi) ^ r7) << 4), frag[p][kk]);
-        }
-        if (round_a) device::round_tf32_for_mma(reinterpret_cast<uint32_t(&)[Cfg::kKSteps * 4]>(frag[p]));
-        device::wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
-          // 8 fp32 = 32 bytes along the swizzled rows.
-          device::wgmma_m64n256k8_tf32_rs(acc, frag[p][kk], b_desc + uint32_t(s) * (Cfg::kStageBytes >> 4) + kk * 2,
-                                          (kb - kb0 + p) | kk);
-        }
-        device::wgmma_commit();
-        device::wgmma_wait<1>();
-        device::fence_accumulators(acc);
-#pragma unroll
-        for (int kk = 0; kk < Cfg::kKSteps; ++kk) device::fence_fragment(frag[p ^ 1][kk]);  // retired now
-        if (kb + p > kb0) release(it - 1);
-      }
+      for (int kk = 0; kk < Cfg::kKSteps; ++kk) device::fence_fragment(frag[p ^ 1][kk]);  // retired now
+      if (kb + p > kb0) release(it - 1);
     }
   }
   device::wgmma_wait<0>();
   device::fence_accumulators(acc);
   release(it - 1);
 }
-
-// Ping-pong: one consumer warpgroup's K loop over a whole unit of 128 rows x one head (acc[16 r + j]: row half r,
-// n8 tile j), two m64n128 wgmmas per K step into independent halves. Once its last group is issued it arrives on
-// named barrier `hand_over` (-1: none), which lets the other warpgroup start the next unit's mainloop while this
-// one drains and runs its epilogue.
-template <class Cfg>
-__device__ __forceinline__ void mainloop_rows(float (&acc)[32][4], const Ring<Cfg>& ring, int kb0, int kb1, int& it,
-                                              uint32_t empty0, uint32_t empty1, int hand_over) {
-  static_assert(Cfg::kPingPong && !Cfg::kTf32, "the ping-pong schedule's bf16 mainloop");
-  const auto release = [&](int i) { release_stage<Cfg>(i, empty0, empty1); };
-  auto& lo = *reinterpret_cast<float(*)[16][4]>(&acc[0]);
-  auto& hi = *reinterpret_cast<float(*)[16][4]>(&acc[16]);
-  const uint64_t a_desc = device::smem_desc_sw128(ring.a(0), 16, 1024);
-  const uint64_t b_desc = device::smem_desc_sw128(ring.b(0), 16, 1024);
-  constexpr uint32_t kHalfA = 64 * 128 >> 4;  // the second 64 rows of the A tile, in descriptor units
-  for (int kb = kb0; kb < kb1; ++kb, ++it) {
-    const uint32_t stage_off = wait_stage(ring, it);
-#pragma unroll
-    for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
-      const uint64_t b = b_desc + stage_off + kk * 2;
-      device::wgmma_m64n128k16_ss(lo, a_desc + stage_off + kk * 2, b, (kb - kb0) | kk);
-      device::wgmma_m64n128k16_ss(hi, a_desc + kHalfA + stage_off + kk * 2, b, (kb - kb0) | kk);
-    }
-    device::wgmma_commit();
-    device::wgmma_wait<1>();
-    device::fence_accumulators(acc);
-    if (kb > kb0) release(it - 1);
-  }
-  if (hand_over >= 0) device::named_barrier_arrive(hand_over, 256);
-  device::wgmma_wait<0>();
-  device::fence_accumulators(acc);
-  release(it - 1);
-}
-
-// Named barriers of the ping-pong hand-over: warpgroup cw waits on kHandOverBarrier + cw before each unit but its
-// first; the other warpgroup arrives there once it has issued the unit before. Besides taking turns on the tensor
-// cores, this keeps a warpgroup from waiting on a stage's full barrier before the other has passed its own last
-// wait on it, which could otherwise read the barrier's parity a phase pair early.
-inline constexpr int kHandOverBarrier = 5;
 
 // Epilogue: struct with `Params` and
-//   static void store(float (&acc)[32][4], const Params&, const Tile&, int m, int cw, int warp, int lane,
-//                     uint32_t out_stage)
-// called by every consumer thread once its accumulators are final (cw: consumer warpgroup 0/1, warp: 0..3 in it;
-// out_stage: the warpgroup's Config::kOutStageBytes of staging); for the ping-pong schedule, `store_rows` with the
-// same arguments, where acc holds the warpgroup's whole unit (acc[16 r + j]: rows 64 r .. 64 r + 63 of the tile).
-// The kernel waits for the bulk stores an epilogue's threads committed before it exits. Params is a __grid_constant__
-// kernel parameter: an epilogue may keep TMA descriptors in it.
+//   static void store(float (&acc)[32][4], const Params&, const Tile&, int m, int cw, int warp, int lane)
+// called by every consumer thread once its accumulators are final (cw: consumer warpgroup 0/1, warp: 0..3 in it).
+// The kernel waits for the bulk stores an epilogue's threads committed before it exits. Params is a
+// __grid_constant__ kernel parameter: an epilogue may keep TMA descriptors in it.
 template <class Cfg, class Epilogue>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     head_gemm_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap w0_map,
@@ -348,16 +251,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 
   if (threadIdx.x == 0) {
-    for (int s = 0; s < Cfg::kStages; ++s) {
-      device::mbar_init(ring.full(s), 1);
-      device::mbar_init(ring.empty(s), Cfg::kEmptyArrivals);
-    }
-    if constexpr (Cfg::kTf32) {
-      const PrepSmem ps = ring.prep();
-      device::mbar_init(ps.barrier(0), 1);
-      device::mbar_init(ps.barrier(1), 1);
-      device::mbar_init(ps.ready, 1);
-    }
+    ring.pipe().init(Cfg::kEmptyArrivals);
+    const PrepSmem ps = ring.prep();
+    device::mbar_init(ps.barrier(0), 1);
+    device::mbar_init(ps.barrier(1), 1);
+    device::mbar_init(ps.ready, 1);
     device::mbar_fence_init();
   }
   device::cluster_sync();  // the peer's barriers exist before any multicast or remote arrival reaches them
@@ -365,50 +263,28 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   if (warp < 4) {
     device::regs_dealloc<Cfg::kProducerRegs>();
     if (warp == 0 && lane == 0) produce<Cfg>(ring, g, &a_map, &w0_map, &w1_map, &w2_map, rank);
-    if constexpr (Cfg::kTf32) {
-      if (warp > 0 && g.prep.seg >= 0) {
-        prep_round_slice(g.prep, ring.prep(), threadIdx.x - 32, static_cast<int>(blockIdx.x) * Cfg::kClusterSize + rank,
-                         static_cast<int>(gridDim.x) * Cfg::kClusterSize);
-      }
+    if (warp > 0 && g.prep.seg >= 0) {
+      prep_round_slice(g.prep, ring.prep(), threadIdx.x - 32, static_cast<int>(blockIdx.x) * Cfg::kClusterSize + rank,
+                       static_cast<int>(gridDim.x) * Cfg::kClusterSize);
     }
   } else {
     device::regs_alloc<Cfg::kConsumerRegs>();
     const int cw = __shfl_sync(0xffffffffu, warp / 4 - 1, 0);  // warp-uniform as far as the compiler sees
-    const uint32_t empty0 = device::cluster_map(ring.empty(0), 0), empty1 = device::cluster_map(ring.empty(0), 1);
+    const uint32_t empty0 = device::cluster_map(ring.pipe().empty(0), 0);
+    const uint32_t empty1 = device::cluster_map(ring.pipe().empty(0), 1);
     float acc[32][4];
     int it = 0;
     WorkWalk walk(g.units, g.k_blocks, g.sk_unit0, g.sk_run, blockIdx.x, gridDim.x);
-    if constexpr (Cfg::kPingPong) {
-      // The CTA's units alternate between the warpgroups (whole units only: the launcher plans no stream-K); `it`
-      // runs on over the other warpgroup's units too, as the ring's stages do.
-      Work wk{}, next{};
-      bool have = walk.get(wk);
-      for (int local = 0; have; ++local) {
-        const bool have_next = walk.get(next);
-        if ((local & 1) == cw) {
-          if (local > 0) device::named_barrier_sync(kHandOverBarrier + cw, 256);
-          mainloop_rows<Cfg>(acc, ring, wk.kb0, wk.kb1, it, empty0, empty1,
-                             have_next ? kHandOverBarrier + (cw ^ 1) : -1);
-          Epilogue::store_rows(acc, ep, decode_unit(g, wk.unit, rank, Cfg::kHeadsPerTile), g.m, cw, warp % 4, lane,
-                               ring.out(cw));
-        } else {
-          it += wk.kb1 - wk.kb0;
-        }
-        wk = next;
-        have = have_next;
+    for (Work wk; walk.get(wk);) {
+      const Tile t = decode_unit(g, wk.unit, rank, Cfg::kHeadsPerTile);
+      mainloop<Cfg>(acc, ring, wk.kb0, wk.kb1, it, cw, empty0, empty1, (g.round_a_segments >> t.seg) & 1u);
+      if (wk.kb0 > 0 || wk.kb1 < g.k_blocks) {
+        // Barrier 1: the consumers' own (epilogues may use it too, never across this call).
+        if (!stream_k_meet<1>(acc, g.sk, wk, blockIdx.x, rank, threadIdx.x - 128)) continue;
       }
-    } else {
-      for (Work wk; walk.get(wk);) {
-        const Tile t = decode_unit(g, wk.unit, rank, Cfg::kHeadsPerTile);
-        mainloop<Cfg>(acc, ring, wk.kb0, wk.kb1, it, cw, empty0, empty1, (g.round_a_segments >> t.seg) & 1u);
-        if (wk.kb0 > 0 || wk.kb1 < g.k_blocks) {
-          // Barrier 1: the consumers' own (epilogues may use it too, never across this call).
-          if (!stream_k_meet<1>(acc, g.sk, wk, blockIdx.x, rank, threadIdx.x - 128)) continue;
-        }
-        Epilogue::store(acc, ep, t, g.m, cw, warp % 4, lane, ring.out(cw));
-      }
+      Epilogue::store(acc, ep, t, g.m, cw, warp % 4, lane);
     }
-    device::bulk_wait_all();  // stores still reading this CTA's staging (none where the epilogue issued none)
+    device::bulk_wait_all();  // bulk stores an epilogue's threads committed (none where it issued none)
   }
   device::cluster_sync();  // no CTA leaves while its peer may still multicast into it or arrive on its barriers
 }

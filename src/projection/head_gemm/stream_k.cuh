@@ -1,9 +1,8 @@
 // Stream-K for the persistent head-tiled GEMM (head_gemm_sm90.cuh): where the last round of whole units would
 // leave many clusters idle (stream_k_plan.hpp), the last round and a bit are not dealt as whole units: the
-// clusters take equal runs of those units' K-blocks laid end to end (M = 2048 on 66 clusters: 96 units are 1.45
-// rounds of work, not 2). The rounds before stay whole units round-robin: stream-K over every unit measured slower
-// from M = 2164 on (its clusters work on units far apart at once, where round-robin keeps them on neighbours;
-// docs/perf-log.md v13).
+// clusters take equal runs of those units' K-blocks laid end to end (e.g. 96 units on 66 clusters are 1.45 rounds of
+// work, not 2). The rounds before stay whole units round-robin: stream-K over every unit loses at larger M, as its
+// clusters work on units far apart at once where round-robin keeps them on neighbours (docs/perf-log.md v13).
 //
 // A run may start or end inside a unit, but never both (the launcher's plan), so a unit is cut at most once, at the
 // start of some cluster c's run, and its two parts belong to cluster c - 1 (the head of the unit, the last thing

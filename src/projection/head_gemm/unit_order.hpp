@@ -5,12 +5,12 @@
 // Natural order (lag 0): the tiles of one row pair, then the next row pair, so that a round of clusters works on
 // neighbouring rows (their activations stay in L2).
 //
-// Lagged order: the tiles split into early ones [0, early) and late ones [early, n_tiles). The late tiles (the
+// Lagged order: the tiles fall into early ones [0, early) and late ones [early, n_tiles). The late tiles (the
 // audio operator's v, whose rounded weights the kernel may write itself while its first round runs:
 // weight_prep.cuh) of the first `lag` row pairs wait behind those pairs' early tiles: first the early tiles of
 // pairs 0 .. lag-1, then their late tiles, then the remaining pairs in natural order. With lag * early >= clusters
-// the first round holds no late tile. (Lagging every pair's late tiles by `lag` pairs cost 2.3 us at M = 8192 in the
-// audio suite: a pair's activations are then read a round apart, and L2 no longer keeps them; docs/perf-log.md v14.)
+// the first round holds no late tile. (Not every pair's late tiles lag: a pair's activations would then be read a
+// round apart, and L2 no longer keeps them; docs/perf-log.md v14.)
 #pragma once
 
 #if defined(__CUDACC__)

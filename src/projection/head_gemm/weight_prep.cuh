@@ -1,7 +1,7 @@
 // The persistent head-tiled GEMM's own weight preparation (tf32): one segment's weights (the audio operator's v)
 // rounded to nearest tf32 into the workspace by the producer warpgroup's three idle warps while the first round of
-// units runs. It replaces a pass before the kernel, which held the SMs for ~2.4 us before the GEMM's first CTA could
-// start (a GEMM CTA takes a whole SM's registers, so none can sit beside the pass's blocks; docs/perf-log.md v14).
+// units runs. It replaces a pass before the kernel, which held the SMs before the GEMM's first CTA could start (a
+// GEMM CTA takes a whole SM's registers, so none can sit beside the pass's blocks; docs/perf-log.md v14).
 //
 // Each CTA rounds an even share (a slice) of the weights: 16 KB bulk copies bring it into shared memory, the 96
 // threads round it (device::round_tf32_for_mma: the bits the pass wrote) and store it with plain stores. The unit
