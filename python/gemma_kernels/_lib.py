@@ -175,6 +175,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.gk_handle_create.argtypes = [p(ctypes.c_void_p)]
     lib.gk_handle_destroy.restype = st
     lib.gk_handle_destroy.argtypes = [ctypes.c_void_p]
+    lib.gk_handle_set_overrides.restype = st
+    lib.gk_handle_set_overrides.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
     for prefix, cfg, tens in (("gk_gemma3_attention", Gemma3Config, Gemma3Tensors), ("gk_audio_qkv", AudioConfig, AudioTensors)):
         check = getattr(lib, prefix + "_check")
         check.restype = st
@@ -185,6 +187,9 @@ def _declare(lib: ctypes.CDLL) -> None:
         fwd = getattr(lib, prefix + "_forward")
         fwd.restype = st
         fwd.argtypes = [ctypes.c_void_p, p(cfg), p(tens), ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        plan = getattr(lib, prefix + "_plan")
+        plan.restype = st
+        plan.argtypes = [ctypes.c_void_p, p(cfg), p(tens), ctypes.c_char_p, ctypes.c_size_t]
 
 
 def check(status: int) -> None:
@@ -237,3 +242,9 @@ def handle(device_index: int) -> ctypes.c_void_p:
         check(library().gk_handle_create(ctypes.byref(h)))
         _handles.by_device[device_index] = h
     return h
+
+
+def set_overrides(spec, device_index: int) -> None:
+    """Pins planner choices for this thread's handle on a device ("key=value,..."; None or "" clears them; unknown
+    keys raise GkValueError). docs/dispatch.md lists the keys; GK_OVERRIDES seeds a new handle the same way."""
+    check(library().gk_handle_set_overrides(handle(device_index), None if spec is None else spec.encode()))

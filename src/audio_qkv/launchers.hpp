@@ -34,11 +34,12 @@ Status launch_qkv_tf32_persistent(const QkvGemmParams& params, const AudioPlan& 
                                   void* sk_scratch, size_t sk_scratch_bytes, uint64_t epoch, cudaStream_t stream);
 
 // dst[i * elems_each + j] = src[i][j] rounded to tf32 for the tensor cores (device::round_tf32_for_mma), i < count
-// (1..3); the launch that reads dst may be a programmatic dependent.
-Status launch_round_tf32(const float* const* src, int count, float* dst, int64_t elems_each, cudaStream_t stream);
+// (1..3); the launch that reads dst may be a programmatic dependent. `sms` sizes the grid (plan.sms).
+Status launch_round_tf32(const float* const* src, int count, float* dst, int64_t elems_each, int sms,
+                         cudaStream_t stream);
 // dst[0 .. elems) = the big tf32 parts of src, dst[elems .. 2 elems) = the small parts (the 3xTF32 operand parts);
 // the launch that reads dst may be a programmatic dependent.
-Status launch_split_tf32(const float* src, float* dst, int64_t elems, cudaStream_t stream);
+Status launch_tf32x3_parts(const float* src, float* dst, int64_t elems, int sms, cudaStream_t stream);
 
 // In place on x[rows, heads*128]: each head -> x / sqrt(mean(x^2) + eps) * w. (The operator runs one launch for
 // q and one for k, each beside the next projection GEMM.)

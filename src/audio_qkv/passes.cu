@@ -92,13 +92,11 @@ struct Tf32x3Parts {
 
 template <class Op>
 Status launch_float4_pass(const char* what, const float* const* src, int count, float* dst, int64_t elems_each,
-                          cudaStream_t stream) {
+                          int sms, cudaStream_t stream) {
   if (elems_each % 4 != 0 || count < 1 || count > 3) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: %s of %d x %lld elements (whole float4s, 1-3 tensors)", kOp,
                          what, count, static_cast<long long>(elems_each));
   }
-  int sms = 0;
-  GK_RETURN_IF_ERROR(detail::sm_count(kOp, &sms));
   const int64_t vec = elems_each / 4;
   // Per tensor; the tensors' blocks together stay within ~8 per SM, grid-stride beyond.
   const int64_t blocks =
@@ -111,12 +109,13 @@ Status launch_float4_pass(const char* what, const float* const* src, int count, 
 
 }  // namespace
 
-Status launch_round_tf32(const float* const* src, int count, float* dst, int64_t elems_each, cudaStream_t stream) {
-  return launch_float4_pass<RoundTf32>("tf32 rounding", src, count, dst, elems_each, stream);
+Status launch_round_tf32(const float* const* src, int count, float* dst, int64_t elems_each, int sms,
+                         cudaStream_t stream) {
+  return launch_float4_pass<RoundTf32>("tf32 rounding", src, count, dst, elems_each, sms, stream);
 }
 
-Status launch_split_tf32(const float* src, float* dst, int64_t elems, cudaStream_t stream) {
-  return launch_float4_pass<Tf32x3Parts>("3xTF32 parts", &src, 1, dst, elems, stream);
+Status launch_tf32x3_parts(const float* src, float* dst, int64_t elems, int sms, cudaStream_t stream) {
+  return launch_float4_pass<Tf32x3Parts>("3xTF32 parts", &src, 1, dst, elems, sms, stream);
 }
 
 Status launch_head_rmsnorm(float* x, const float* w, int64_t rows, int heads, int head_dim, float eps,

@@ -59,6 +59,7 @@ int64_t exact_scratch_floats(int64_t rows, int64_t hidden, int64_t heads) {
 Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const detail::Overrides& ov, bool capturing,
                   size_t sk_scratch_bytes, AudioPlan* plan) {
   AudioPlan p;
+  p.sms = dev.sms;
   const int64_t rows = c.batch * c.seq_len;
   const bool splitk_ok = splitk_supported(rows, c.hidden, c.num_heads);
   if (c.precision == GK_PRECISION_EXACT) {

@@ -22,6 +22,7 @@ enum class AudioPath {
 
 struct AudioPlan {
   AudioPath path = AudioPath::kCublas;
+  int sms = 0;  // the device's, for the grids of the preparing passes
   // Split-K kernels.
   int split = 1;                     // CTAs per cluster along K
   bool activations_prepass = false;  // the activations prepared into the workspace by a pass (else in shared memory)

@@ -133,7 +133,7 @@ Status query_audio_residency(detail::DeviceInfo* dev) {
 
 Status launch_qkv_tf32_splitk(const QkvGemmParams& params, const AudioPlan& plan, float* scratch,
                               int64_t scratch_floats, cudaStream_t stream) {
-  const auto round = [&](const float* a, float* dst, int64_t n) { return launch_round_tf32(&a, 1, dst, n, stream); };
+  const auto round = [&](const float* a, float* dst, int64_t n) { return launch_round_tf32(&a, 1, dst, n, plan.sms, stream); };
   QkvGemmParams p = params;
   p.qk_truncated = 1;  // the pass's rounded activations then serve v's CTAs only
   return launch_splitk_prepared<QkvGemmTraits, Tf32Kernel>(p, plan, scratch, scratch_floats, round, stream);
@@ -141,7 +141,7 @@ Status launch_qkv_tf32_splitk(const QkvGemmParams& params, const AudioPlan& plan
 
 Status launch_qkv_tf32x3_splitk(const QkvGemmParams& params, const AudioPlan& plan, float* scratch,
                                 int64_t scratch_floats, cudaStream_t stream) {
-  const auto parts = [&](const float* a, float* dst, int64_t n) { return launch_split_tf32(a, dst, n, stream); };
+  const auto parts = [&](const float* a, float* dst, int64_t n) { return launch_tf32x3_parts(a, dst, n, plan.sms, stream); };
   return launch_splitk_prepared<Qkv3xTf32Traits, Tf32x3Kernel>(params, plan, scratch, scratch_floats, parts, stream);
 }
 
@@ -176,7 +176,8 @@ Status launch_qkv_tf32_persistent(const QkvGemmParams& p, const AudioPlan& plan,
   }
   o.lag_last_segment = plan.lag_last_segment;
   if (!plan.v_round_in_kernel) {
-    GK_RETURN_IF_ERROR(launch_round_tf32(&p.wv, 1, rounded_wv, int64_t(p.heads) * QkvGemmTraits::kBN * p.k_dim, stream));
+    GK_RETURN_IF_ERROR(
+        launch_round_tf32(&p.wv, 1, rounded_wv, int64_t(p.heads) * QkvGemmTraits::kBN * p.k_dim, plan.sms, stream));
   } else {
     o.prep_seg = 2;
     o.prep_src = p.wv;

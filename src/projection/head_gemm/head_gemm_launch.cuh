@@ -49,7 +49,7 @@ Status launch(const char* op, const Operands& o, const GridPlan& plan, const typ
   g.units = static_cast<int>(units_of<Cfg>(o));
   g.round_a_segments = o.round_a_segments;
 
-  constexpr auto kType = Cfg::kTf32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  constexpr auto kType = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   const uint64_t k = uint64_t(o.k), stride[1] = {k * Cfg::kElemBytes};
   // 128 rows of A; W: the rows each CTA multicasts (one head, or half of one).
   const uint32_t box[2] = {Cfg::kBK, 128}, w_box[2] = {Cfg::kBK, Cfg::kBRowsPerRank};
@@ -79,7 +79,7 @@ Status launch(const char* op, const Operands& o, const GridPlan& plan, const typ
   g.prep.seg = -1;
   if (o.prep_seg >= 0) {
     const int s = o.prep_seg;
-    if (!Cfg::kTf32 || s != o.segments - 1 || !aligned16(o.prep_src) || o.prep_slots == nullptr ||
+    if (s != o.segments - 1 || !aligned16(o.prep_src) || o.prep_slots == nullptr ||
         !prep_slots_fit(clusters)) {
       return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: a weight preparation the head-tiled GEMM cannot take", op);
     }

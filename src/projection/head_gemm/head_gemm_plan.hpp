@@ -15,7 +15,6 @@ inline constexpr int kMaxSegments = 3;
 
 // The tf32 configuration's tiling, as the planners see it (head_gemm_launch.cuh checks it against the kernel's).
 struct Tf32Tiling {
-  static constexpr bool kTf32 = true;
   static constexpr int kBM = 128, kHeadDim = 128, kHeadsPerTile = 2, kBK = 32, kClusterSize = 2;
 };
 
@@ -98,7 +97,7 @@ int64_t units_of(const Operands& o) {
 // The pointers are not looked at.
 template <class Cfg>
 bool shape_supported(const Operands& o) {
-  const int64_t k_unit = Cfg::kTf32 ? 2 * Cfg::kBK : Cfg::kBK;
+  const int64_t k_unit = 2 * Cfg::kBK;  // the tf32 loop takes K-blocks in pairs
   if (o.segments < 1 || o.segments > kMaxSegments || o.m < 1 || o.m > INT32_MAX - 2 * Cfg::kBM) return false;
   if (o.k < k_unit || o.k % k_unit != 0 || o.k > INT32_MAX) return false;
   for (int s = 0; s < o.segments; ++s) {

@@ -57,11 +57,8 @@ struct Tile {
 };
 
 // The kernel's one configuration: tf32 operands, both consumer warpgroups sharing a unit of 128 rows x two heads
-// (64 rows each). The bf16 and ping-pong forms are retired (docs/perf-log.md v27); kTf32 and kPingPong stay as
-// constants for the launcher's checks.
+// (64 rows each). The bf16 and ping-pong forms are retired (never the default: docs/perf-log.md v26, v27).
 struct Tf32Config {
-  static constexpr bool kTf32 = true;
-  static constexpr bool kPingPong = false;
   static constexpr int kBM = 128, kHeadDim = 128;
   static constexpr int kHeadsPerTile = 2;
   static constexpr int kBN = kHeadsPerTile * kHeadDim;
