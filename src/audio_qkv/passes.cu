@@ -18,10 +18,12 @@ constexpr const char* kOp = "audio_qkv";
 
 constexpr int kWarpsPerBlock = 8;
 
+constexpr int kNormHeadDim = 128;  // the norm kernel's head: a warp of 32 lanes x 4 floats
+
 // One warp per (row, head) of a 128-wide head; lane l holds dims 4l..4l+3.
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     head_rmsnorm_d128_kernel(float* __restrict__ x, const float* __restrict__ w, int64_t rows, int heads, float eps) {
-  constexpr int kHeadDim = 128;
+  constexpr int kHeadDim = kNormHeadDim;
   const int64_t item = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (item >= rows * heads) return;
   const int lane = threadIdx.x % 32;
@@ -120,7 +122,7 @@ Status launch_tf32x3_parts(const float* src, float* dst, int64_t elems, int sms,
 
 Status launch_head_rmsnorm(float* x, const float* w, int64_t rows, int heads, int head_dim, float eps,
                            cudaStream_t stream) {
-  if (head_dim != 128) {
+  if (head_dim != kNormHeadDim) {
     return detail::error(GK_STATUS_NOT_SUPPORTED, "%s: no RMSNorm kernel for head_dim %d", kOp, head_dim);
   }
   const int64_t blocks = (rows * heads + kWarpsPerBlock - 1) / kWarpsPerBlock;

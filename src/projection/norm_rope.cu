@@ -163,7 +163,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, 4) norm_rope_d128_kernel(
 }  // namespace
 
 Status launch_norm_rope(const NormRopeParams& p, int head_dim, bool programmatic, cudaStream_t stream) {
-  if (head_dim != 128) {
+  if (head_dim != kHeadDim) {
     return detail::error(GK_STATUS_NOT_SUPPORTED, "gemma3_attention: no norm/RoPE kernel for head_dim %d", head_dim);
   }
   const int64_t items = p.rows * item_groups(p);
