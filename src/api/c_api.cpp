@@ -54,6 +54,18 @@ gk::Status copy_out(const char* op, const std::string& s, char* buf, size_t len)
   return gk::Status::Ok();
 }
 
+// An operator's plan query: the C++ call's string copied out.
+template <class Config, class Tensors, class Plan>
+gk_status plan_entry(const char* op, Plan plan, gk_handle_t handle, const Config* config, const Tensors* tensors,
+                     char* buf, size_t len) {
+  return guarded(op, [&] {
+    GK_RETURN_IF_ERROR(null_args(op, {{"config", config}, {"tensors", tensors}, {"buf", buf}}));
+    std::string s;
+    GK_RETURN_IF_ERROR(plan(handle, *config, *tensors, &s));
+    return copy_out(op, s, buf, len);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -134,12 +146,7 @@ gk_status gk_gemma3_attention_forward(gk_handle_t handle, const gk_gemma3_attent
 
 gk_status gk_gemma3_attention_plan(gk_handle_t handle, const gk_gemma3_attention_config* config,
                                    const gk_gemma3_attention_tensors* tensors, char* buf, size_t len) {
-  return guarded("gemma3_attention", [&] {
-    GK_RETURN_IF_ERROR(null_args("gemma3_attention", {{"config", config}, {"tensors", tensors}, {"buf", buf}}));
-    std::string plan;
-    GK_RETURN_IF_ERROR(gk::gemma3_attention_plan(handle, *config, *tensors, &plan));
-    return copy_out("gemma3_attention", plan, buf, len);
-  });
+  return plan_entry("gemma3_attention", gk::gemma3_attention_plan, handle, config, tensors, buf, len);
 }
 
 gk_status gk_audio_qkv_check(const gk_audio_qkv_config* config, const gk_audio_qkv_tensors* tensors) {
@@ -167,12 +174,7 @@ gk_status gk_audio_qkv_forward(gk_handle_t handle, const gk_audio_qkv_config* co
 
 gk_status gk_audio_qkv_plan(gk_handle_t handle, const gk_audio_qkv_config* config, const gk_audio_qkv_tensors* tensors,
                             char* buf, size_t len) {
-  return guarded("audio_qkv", [&] {
-    GK_RETURN_IF_ERROR(null_args("audio_qkv", {{"config", config}, {"tensors", tensors}, {"buf", buf}}));
-    std::string plan;
-    GK_RETURN_IF_ERROR(gk::audio_qkv_plan(handle, *config, *tensors, &plan));
-    return copy_out("audio_qkv", plan, buf, len);
-  });
+  return plan_entry("audio_qkv", gk::audio_qkv_plan, handle, config, tensors, buf, len);
 }
 
 }  // extern "C"
