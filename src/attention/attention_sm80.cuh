@@ -1,10 +1,11 @@
-// Flash-attention forward, v1 (sm_80-class tensor cores: ldmatrix + mma.sync, cp.async double buffering).
-// One CTA owns kBlockM query rows of one (batch, query head); each warp owns 16 rows. K/V tiles stream through
-// a two-stage shared-memory ring; P stays in registers as the A operand of P*V; the softmax is online, in fp32,
-// in the log2 domain. GQA: query head h reads kv head h / group_size. Causal: tiles above the diagonal are never
-// loaded, and only tiles that cross the diagonal or the sequence end pay for per-element masking. Additive: the
-// key tiles come from the per-call tile list (64-row blocks, 64-key tiles), which leaves out tiles the mask kills
-// and says which tiles read it.
+// Flash-attention forward for sm_80-class tensor cores (ldmatrix + mma.sync, cp.async double buffering): the sm80
+// kernel, which also serves Hopper where the sm90 kernel (attention_sm90.cuh) does not apply or its grid of 128-row
+// tiles is too small (attention_launch.cu). One CTA owns kBlockM query rows of one (batch, query head); each warp owns
+// 16 rows. K/V tiles stream through a two-stage shared-memory ring; P stays in registers as the A operand of P*V; the
+// softmax is online, in fp32, in the log2 domain. GQA: query head h reads kv head h / group_size. Causal: tiles above
+// the diagonal are never loaded, and only tiles that cross the diagonal or the sequence end pay for per-element
+// masking. Additive: the key tiles come from the per-call tile list (64-row blocks, 64-key tiles), which leaves out
+// tiles the mask kills and says which tiles read it.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -20,6 +21,7 @@
 
 namespace gk::gemma3 {
 
+// The sm80 kernel's shape: kBlockM query rows per CTA (16 per warp), kBlockN keys per key tile, heads of kHeadDim.
 template <int kBlockM_, int kBlockN_, int kHeadDim_, int kWarps_>
 struct AttentionTraits {
   static constexpr int kBlockM = kBlockM_;
@@ -34,6 +36,9 @@ struct AttentionTraits {
   static_assert(kBlockM == 16 * kWarps, "each warp owns 16 query rows");
   static_assert(kBlockN % 16 == 0 && kHeadDim % 64 == 0, "tile shape");
 };
+
+template <int kBlockM, int kBlockN, int kHeadDim, int kWarps>
+using Sm80AttentionTraits = AttentionTraits<kBlockM, kBlockN, kHeadDim, kWarps>;
 
 // Element offset of 16-byte chunk `chunk` of `row` in a [rows][kHeadDim] tile. XOR-ing the chunk with the row's
 // low 3 bits puts the 8 rows that one ldmatrix phase reads into 8 different bank groups.
@@ -61,6 +66,28 @@ __device__ __forceinline__ void load_tile(__nv_bfloat16* tile, const __nv_bfloat
   }
 }
 
+// The sm80 kernel's epilogue: normalizes the output rows a thread holds and stores them as bf16 ([token, head, dim]
+// with p's strides); rows at or past the sequence end are padding and are not written.
+template <int kDTiles>
+__device__ __forceinline__ void store_output(const float (&acc_o)[kDTiles][4], const SoftmaxSums& softmax,
+                                             const AttentionParams& p, int b, int h, int row0, int lane) {
+  float inv_l[2];
+  softmax.finalize(inv_l);
+  __nv_bfloat16* o = p.o + b * p.o_batch_stride + h * p.o_head_stride + 2 * (lane & 3);
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int row = row0 + half * 8;
+    if (row >= p.seq_len) continue;
+    __nv_bfloat16* o_row = o + row * p.o_token_stride;
+#pragma unroll
+    for (int dt = 0; dt < kDTiles; ++dt) {
+      *reinterpret_cast<uint32_t*>(o_row + dt * 8) =
+          device::pack_bf16x2(acc_o[dt][2 * half] * inv_l[half], acc_o[dt][2 * half + 1] * inv_l[half]);
+    }
+  }
+}
+
+// The sm80 kernel (attention_fwd_kernel): one CTA per work tile of Tr::kBlockM query rows.
 template <class Tr, bool kSoftcap, MaskMode kMask>
 __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const AttentionParams p) {
   using bf16 = __nv_bfloat16;
@@ -103,7 +130,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
   // Thread (lane) holds rows g and g+8 of its warp's 16, columns 2t and 2t+1 of every n8 tile.
   const int row0 = m0 + warp * 16 + (lane >> 2);
   const int rows[2] = {row0, row0 + 8};
-  OnlineSoftmax softmax;
+  RowSoftmax softmax;
   float acc_o[kDTiles][4];
 #pragma unroll
   for (int i = 0; i < kDTiles; ++i) acc_o[i][0] = acc_o[i][1] = acc_o[i][2] = acc_o[i][3] = 0.f;
@@ -148,6 +175,8 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
     }
 
     const int n0 = kt.n0;
+    // An edge tile may hold keys the mask policy hides (MaskPolicy::hide): past the sequence end, or (causal) right
+    // of the block's first row.
     const bool edge = (n0 + kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + kBlockN - 1 > m0);
     scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane, edge, kt.mask);
     softmax.update<kNTiles, kDTiles>(acc_s, acc_o, logit_scale<kSoftcap, kMask>(p));

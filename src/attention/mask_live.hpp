@@ -1,5 +1,5 @@
 // Whether an additive mask value is "live" (some probability can survive it) or "dead" (mask_logit2 clamps it to
-// -FLT_MAX, attention_softmax.cuh), decided by one comparison with a bf16 bound instead of the multiply, the clamp
+// -FLT_MAX, mask_policy.cuh), decided by one comparison with a bf16 bound instead of the multiply, the clamp
 // and a comparison: the mask classification (mask_tiles.cu) tests every value of the mask with it, 134 MB at
 // S = 8192. Plain C++ for the device and the host tests alike; tests/host/mask_live_test.cpp checks it against
 // mask_logit2's arithmetic for every bf16 value.

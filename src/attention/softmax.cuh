@@ -1,9 +1,10 @@
-// Score transform and softmax for the attention kernels, on the mma.sync accumulator layout: each thread holds two
-// query rows (g and g+8 of its warp's 16) and, per n8 tile, the columns 2t and 2t+1. The online softmax (running
-// row maximum) serves every mode; the Hopper kernel's fixed-reference form (fixed_softmax.hpp) is
-// OnlineSoftmax::softcap_probabilities (in additive mode's bounded blocks, on tiles with mask bits,
-// scores_to_logits then OnlineSoftmax::probabilities against the bias), which shares the running sums and the
-// normalization.
+// Score transform and softmax policies of the attention kernels, on the mma.sync accumulator layout (the wgmma
+// accumulator layout is the same): each thread holds two query rows (g and g+8 of its warp's 16) and, per n8 tile,
+// the columns 2t and 2t+1.
+//   RowSoftmax       the online softmax against the running row maximum: every mode, both kernels.
+//   FixedRefSoftmax  against a constant reference instead (fixed_softmax.hpp): the Hopper kernel with a softcap.
+// Both accumulate into SoftmaxSums (the running row sums and the normalization), so one work tile of the Hopper
+// kernel's additive mode can take either form.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -12,102 +13,15 @@
 #include <cmath>
 
 #include "common/device/sm80_primitives.cuh"
+#include "attention/mask_policy.cuh"
 #include "attention/params.hpp"
 
 namespace gk::gemma3 {
 
-// An additive mask value as a base-2 logit offset. Clamped at -FLT_MAX, so the lowest bf16 and -inf both stay
-// finite: a row masked everywhere then averages V uniformly (what the reference computes), never NaN. A value
-// that clamps is "dead": adding -FLT_MAX absorbs any finite score, so its probability is exactly zero as soon as
-// its row has one live key. The tile classification (mask_tiles.cu) uses this same function, which is what makes
-// skipping a tile of dead values exact.
-__device__ __forceinline__ float mask_logit2(float m) { return fmaxf(m * kLog2e, -FLT_MAX); }
-
-// Adds the additive mask to the logits a thread holds (query positions rows[0] and rows[1], column pairs
-// col0 + 8 nt + {0, 1});
-// keys at or past the sequence end are left to the edge masking, rows there get nothing (they are not stored). With
-// p.mask_pairs a column pair is one 4-byte load.
-template <int kNTiles>
-__device__ __forceinline__ void add_mask_values(float (&s)[kNTiles][4], const AttentionParams& p,
-                                                const __nv_bfloat16* mask_rows, const int (&rows)[2], int col0) {
-  const int seq_len = p.seq_len;
-#pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-    const int row = rows[hh];
-    if (row >= seq_len) continue;
-    const __nv_bfloat16* m_row = mask_rows + int64_t(row) * p.mask_row_stride;
-#pragma unroll
-    for (int nt = 0; nt < kNTiles; ++nt) {
-      const int col = col0 + nt * 8;
-      if (col >= seq_len) continue;
-      float m0, m1 = 0.f;
-      if (p.mask_pairs) {
-        const float2 m = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(m_row + col));
-        m0 = m.x;
-        m1 = m.y;
-      } else {
-        m0 = __bfloat162float(m_row[col]);
-        if (col + 1 < seq_len) m1 = __bfloat162float(m_row[col + 1]);
-      }
-      s[nt][2 * hh] += mask_logit2(m0);
-      s[nt][2 * hh + 1] += mask_logit2(m1);
-    }
-  }
-}
-
-// A tile whose mask values are all 0 or dead reads one 64-bit live word per row and 64-column part instead of a
-// load per column pair (mask_tiles.cu: column 2l at bit l, column 2l + 1 at bit 32 + l). These are the words of the
-// thread's two rows over the tile starting at key n0 (a multiple of 64), as w[row][part]; a row past the sequence
-// end gets all-live words (nothing added: the row is padding, never stored). The Hopper kernel loads them before it
-// waits for the tile's scores, so that their latency overlaps the Q K^T.
-template <int kNTiles>
-__device__ __forceinline__ void load_mask_bits(uint64_t (&w)[2][2], const AttentionParams& p, int b,
-                                               const int (&rows)[2], int n0) {
-  static_assert(kNTiles == 8 || kNTiles == 16, "64- or 128-key tiles");
-  const MaskTileLists& t = p.tiles;
-  const int pn = n0 / 64;
-#pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-    const int row = rows[hh];
-    w[hh][0] = w[hh][1] = ~0ull;
-    if (row >= p.seq_len) continue;
-    const uint64_t* words = t.bits + ((int64_t(b) * t.parts + row / 64) * t.parts + pn) * 64 + row % 64;
-    w[hh][0] = *words;
-    // Past the last part the columns are past the sequence end: the edge masking takes them.
-    if (kNTiles == 16 && pn + 1 < t.parts) w[hh][1] = words[64];
-  }
-}
-
-// A dead position adds `dead`: -FLT_MAX, exactly what add_mask_values adds there (mask_logit2), or -inf where the
-// tile list allows it (kMaskBits in the Hopper kernel's unscaled tiles).
-// The thread's pair in a part is columns 8 (nt % 8) + 2 (lane % 4) and the next: bits 4 (nt % 8) + lane % 4 of the
-// word's halves. Each half is shifted by lane % 4 once, so every test is one AND with an immediate (a test of a
-// 64-bit word at a lane-dependent bit took two, and one more shift per pair).
-template <int kNTiles>
-__device__ __forceinline__ void apply_mask_bits(float (&s)[kNTiles][4], const uint64_t (&w)[2][2], int lane,
-                                                float dead) {
-  static_assert(kNTiles % 8 == 0, "whole 64-column parts");
-  const int q = lane & 3;
-#pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-#pragma unroll
-    for (int part = 0; part < kNTiles / 8; ++part) {
-      const uint32_t even = static_cast<uint32_t>(w[hh][part]) >> q;
-      const uint32_t odd = static_cast<uint32_t>(w[hh][part] >> 32) >> q;
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int nt = part * 8 + j;
-        if (!(even & (1u << (4 * j)))) s[nt][2 * hh] += dead;
-        if (!(odd & (1u << (4 * j)))) s[nt][2 * hh + 1] += dead;
-      }
-    }
-  }
-}
-
 // Raw Q.K dot products -> base-2 logits (divided by the softmax's factor where it applies the last scale: below):
 // scale, optional softcap, then the mask (additive mode, as the tile list says: MaskApply; a bits tile's live words
-// from `bits_ahead` when the caller loaded them early, load_mask_bits), then the edge masking (keys past the
-// sequence end; causal: keys right of the diagonal).
+// from `bits_ahead` when the caller loaded them early, load_mask_bits), then on an edge tile the mask policy's
+// hidden keys (MaskPolicy::mask_edge).
 // Softcap: cap*tanh(dot*scale/cap) with tanh.approx (one special-function op; relative error ~2^-11, which the
 // precise-yardstick tests bound), scale/cap and cap*log2(e) folded on the host.
 template <bool kSoftcap, MaskMode kMask, int kNTiles>
@@ -118,8 +32,8 @@ __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const A
   // Without an additive mask the last scale (cap * log2 e, or scale * log2 e) is left to the softmax, which folds it
   // into the FFMA that subtracts the running max (logit_scale<kSoftcap, kMask>). So it is for an additive mask's
   // tiles without mask values whose dead scores may be -inf (`unscaled`: kMaskNone and kMaskBits, edge tiles too;
-  // the caller's softmax then applies the factor, OnlineSoftmax::exponentiate_mixed, or on a bounded block's tile
-  // OnlineSoftmax::probabilities against the fixed reference): one multiply per score less where most tiles are such.
+  // the caller's softmax then applies the factor, RowSoftmax::exponentiate_mixed, or on a bounded block's tile
+  // FixedRefSoftmax::probabilities): one multiply per score less where most tiles are such.
   const bool scaled = kMask == MaskMode::kAdditive && !unscaled;
   if (scaled) {
 #pragma unroll
@@ -151,18 +65,7 @@ __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const A
     if (mask_apply == kMaskValues) add_mask_values(s, p, mask_rows, rows, col0);
   }
   if (!edge_tile) return;
-  const int seq_len = p.seq_len;
-#pragma unroll
-  for (int nt = 0; nt < kNTiles; ++nt) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int row = rows[e >> 1];
-      const int col = col0 + nt * 8 + (e & 1);
-      bool masked = col >= seq_len;
-      if constexpr (kMask == MaskMode::kCausal) masked |= col > row;
-      if (masked) s[nt][e] = -INFINITY;
-    }
-  }
+  MaskPolicy<kMask>::mask_edge(s, rows, col0, p.seq_len);
 }
 
 // The factor the softmax still applies to what scores_to_logits left (1 where it produced base-2 logits; the Hopper
@@ -173,9 +76,37 @@ __device__ __forceinline__ float logit_scale(const AttentionParams& p) {
   return kSoftcap ? p.softcap_out : p.scale_log2;
 }
 
-struct OnlineSoftmax {
-  float row_max[2] = {-INFINITY, -INFINITY};
+// The running row sums both softmax forms accumulate, and the normalization.
+struct SoftmaxSums {
   float row_sum[2] = {0.f, 0.f};  // this thread's columns only; the quad is summed in finalize()
+
+  // s <- exp2(s * scale + neg_ref) per row, summed into the running sums.
+  template <int kNTiles>
+  __device__ __forceinline__ void probabilities(float (&s)[kNTiles][4], float scale, const float (&neg_ref)[2]) {
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[nt][e] = device::ex2_approx(fmaf(s[nt][e], scale, neg_ref[e >> 1]));
+        row_sum[e >> 1] += s[nt][e];
+      }
+    }
+  }
+
+  __device__ __forceinline__ void finalize(float (&inv_sum)[2]) const {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      float l = row_sum[i];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      inv_sum[i] = l > 0.f ? 1.f / l : 0.f;
+    }
+  }
+};
+
+// The online softmax: probabilities against the running row maximum, the output rescaled when it moves.
+struct RowSoftmax : SoftmaxSums {
+  float row_max[2] = {-INFINITY, -INFINITY};
 
   // Rescales the running output by exp2((old_max - new_max) * scale) and turns the scaled logits in `s` into
   // probabilities relative to the new running max (see exponentiate).
@@ -191,7 +122,7 @@ struct OnlineSoftmax {
   // P*V that accumulates into it has finished).
   // `s` holds base-2 logits divided by `scale` (> 0), which the subtraction of the max applies in one FFMA; the
   // running max is kept in the same units. The row max is written out rather than taken from quad_row_max: the same
-  // arithmetic, but the causal kernel built that way measured 2-4% slower at (4, 2053) (docs/perf-log.md v19).
+  // arithmetic, but the causal kernel built that way was slower (docs/perf-log.md v19).
   template <int kNTiles>
   __device__ __forceinline__ void exponentiate(float (&s)[kNTiles][4], float (&alpha)[2], float scale) {
     float mx[2] = {row_max[0], row_max[1]};
@@ -252,44 +183,6 @@ struct OnlineSoftmax {
     }
   }
 
-  // s <- exp2(s * scale + neg_ref) per row, summed into the running sums.
-  template <int kNTiles>
-  __device__ __forceinline__ void probabilities(float (&s)[kNTiles][4], float scale, const float (&neg_ref)[2]) {
-#pragma unroll
-    for (int nt = 0; nt < kNTiles; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        s[nt][e] = device::ex2_approx(fmaf(s[nt][e], scale, neg_ref[e >> 1]));
-        row_sum[e >> 1] += s[nt][e];
-      }
-    }
-  }
-
-  // The fixed-reference softmax straight from the raw dot products: per score tanh(dot * softcap_in), then
-  // exp2(t * scale + bias), summed. One pass, so that each score's ex2 follows its tanh instead of waiting behind
-  // all of the tile's tanh as scores_to_logits then probabilities would (measured 3-9% faster at S >= 613,
-  // docs/perf-log.md v20). kEdge: keys at or past seq_len, and with kCausal right of the row, get probability 0
-  // (the thread's two rows, column pairs col0 + 8 nt + {0, 1}, as in scores_to_logits).
-  template <bool kEdge, bool kCausal, int kNTiles>
-  __device__ __forceinline__ void softcap_probabilities(float (&s)[kNTiles][4], float softcap_in, float scale,
-                                                        float bias, const int (&rows)[2], int col0, int seq_len) {
-#pragma unroll
-    for (int nt = 0; nt < kNTiles; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float x = fmaf(device::tanh_approx(s[nt][e] * softcap_in), scale, bias);
-        if constexpr (kEdge) {
-          const int col = col0 + nt * 8 + (e & 1);
-          bool masked = col >= seq_len;
-          if constexpr (kCausal) masked |= col > rows[e >> 1];
-          if (masked) x = -INFINITY;
-        }
-        s[nt][e] = device::ex2_approx(x);
-        row_sum[e >> 1] += s[nt][e];
-      }
-    }
-  }
-
   template <int kDTiles>
   __device__ __forceinline__ static void rescale(float (&acc_o)[kDTiles][4], const float (&alpha)[2]) {
 #pragma unroll
@@ -300,38 +193,43 @@ struct OnlineSoftmax {
       acc_o[dt][3] *= alpha[1];
     }
   }
-
-  __device__ __forceinline__ void finalize(float (&inv_sum)[2]) const {
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      float l = row_sum[i];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      inv_sum[i] = l > 0.f ? 1.f / l : 0.f;
-    }
-  }
 };
 
-// Normalizes the output rows a thread holds and stores them as bf16 ([token, head, dim] with p's strides);
-// rows at or past the sequence end are padding and are not written.
-template <int kDTiles>
-__device__ __forceinline__ void store_output(const float (&acc_o)[kDTiles][4], const OnlineSoftmax& softmax,
-                                             const AttentionParams& p, int b, int h, int row0, int lane) {
-  float inv_l[2];
-  softmax.finalize(inv_l);
-  __nv_bfloat16* o = p.o + b * p.o_batch_stride + h * p.o_head_stride + 2 * (lane & 3);
+// The former name of RowSoftmax.
+using OnlineSoftmax = RowSoftmax;
+
+// The fixed-reference softmax (fixed_softmax.hpp): probabilities exp2(logit + bias) against the constant
+// p.fixed_bias, with no maximum to reduce across the quad and no output rescale. Stateless: it adds to the
+// caller's sums, so that a block may mix it with RowSoftmax's tiles' sums (never with their maximum).
+template <MaskMode kMask>
+struct FixedRefSoftmax {
+  // Straight from the raw dot products: per score tanh(dot * softcap_in), then exp2(t * scale + bias), summed. One
+  // pass, so that each score's ex2 follows its tanh instead of waiting behind all of the tile's tanh as
+  // scores_to_logits then probabilities would (docs/perf-log.md v20). kEdge: the mask policy's hidden keys get
+  // probability 0 (the thread's two rows, column pairs col0 + 8 nt + {0, 1}, as in scores_to_logits).
+  template <bool kEdge, int kNTiles>
+  __device__ __forceinline__ static void softcap_probabilities(SoftmaxSums& sums, float (&s)[kNTiles][4],
+                                                               float softcap_in, float scale, float bias,
+                                                               const int (&rows)[2], int col0, int seq_len) {
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int row = row0 + half * 8;
-    if (row >= p.seq_len) continue;
-    __nv_bfloat16* o_row = o + row * p.o_token_stride;
+    for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll
-    for (int dt = 0; dt < kDTiles; ++dt) {
-      *reinterpret_cast<uint32_t*>(o_row + dt * 8) =
-          device::pack_bf16x2(acc_o[dt][2 * half] * inv_l[half], acc_o[dt][2 * half + 1] * inv_l[half]);
+      for (int e = 0; e < 4; ++e) {
+        float x = fmaf(device::tanh_approx(s[nt][e] * softcap_in), scale, bias);
+        if constexpr (kEdge) x = MaskPolicy<kMask>::hide(x, rows[e >> 1], col0 + nt * 8 + (e & 1), seq_len);
+        s[nt][e] = device::ex2_approx(x);
+        sums.row_sum[e >> 1] += s[nt][e];
+      }
     }
   }
-}
+
+  // From logits scores_to_logits left unscaled (an additive mask's bits tile): exp2(s * scale + bias), summed.
+  template <int kNTiles>
+  __device__ __forceinline__ static void probabilities(SoftmaxSums& sums, float (&s)[kNTiles][4], float scale,
+                                                       const float (&bias)[2]) {
+    sums.probabilities(s, scale, bias);
+  }
+};
 
 // P (probabilities of a 16-key step) as the A operand of the P*V MMA: the accumulator layout of two n8 tiles
 // is the A-fragment layout of one k16 step.

@@ -5,37 +5,11 @@
 
 #include "common/device/sm80_primitives.cuh"
 #include "attention/params.hpp"
+#include "attention/mask_policy.cuh"
 #include "attention/tail_packing.hpp"
+#include "attention/work_tile.hpp"
 
 namespace gk::gemma3 {
-
-struct TileCoord {
-  int b, h, kvh;  // batch, (first) query head, the kv head serving it (GQA)
-  int m0;         // first query position of the block
-  // Key tiles to visit: all of them; under a causal mask those at or left of the diagonal; under an additive
-  // mask those its tile list names (`list`, built per call by mask_tiles.cu).
-  int n_blocks;
-  const uint32_t* list;
-  int block;  // b * num_m_blocks + the query block: the additive mask's tile list index
-  // 0: row i of the block is position m0 + i of head h. Otherwise the block is a packed GQA tail (the last,
-  // partial query block of every head of one kv group in one tile): row i is position m0 + i % tail_rows of
-  // head h + i / tail_rows.
-  int tail_rows;
-  int tail_inv;  // tail_reciprocal(tail_rows): no division on the kernels' paths (tail_packing.hpp)
-  // Additive mode, Hopper kernel: the tile list's first two entries, which the producer reads from the list into the
-  // tile's slot (write_tile) and the consumers take from there (read_tile), so that their first two key tiles do
-  // not wait on a load of the list.
-  uint32_t entries[2];
-  // Additive mode: the tile list says the block's logits stay within the softcap's bounds (kListBounded).
-  bool bounded;
-};
-
-// The i-th key tile a work tile visits: its first key, and how the 64-row half `half` of the query block applies
-// the mask there (MaskApply).
-struct KeyTile {
-  int n0;
-  uint32_t mask;
-};
 
 // Work tiles of `block_m` query rows: one per (query block, batch, query head), except that packed GQA tails
 // (p.tail_rows > 0) take one tile per (batch, kv head) for the last query block. Host code (the launch, the tests).
@@ -75,20 +49,13 @@ __host__ __device__ __forceinline__ TileCoord tile_coord(const AttentionParams& 
     t.kvh = t.h / p.group_size;
   }
   t.m0 = m_block * kBlockM;
-  t.n_blocks = (p.seq_len + kBlockN - 1) / kBlockN;
   t.list = nullptr;
   t.entries[0] = t.entries[1] = 0u;  // from the slot (read_tile: Hopper kernel, additive mode)
   t.bounded = false;
   t.block = t.b * p.num_m_blocks + m_block;
-  if constexpr (kMask == MaskMode::kCausal) t.n_blocks = min(t.n_blocks, (t.m0 + kBlockM + kBlockN - 1) / kBlockN);
-  if constexpr (kMask == MaskMode::kAdditive) {
-    // Only a kernel that reads the bounded flag has the list kernel set it (build_mask_tiles' mark_bounded, the
-    // list kernel's kMarkBounded), so the others' code stays as it was without it.
-    const int count = p.tiles.counts[t.block];
-    t.n_blocks = kBoundedFlag ? count & kListCountMask : count;
-    if constexpr (kBoundedFlag) t.bounded = (count & kListBounded) != 0;
-    t.list = p.tiles.entries + int64_t(t.block) * p.tiles.stride;
-  }
+  // Only a kernel that reads the bounded flag has the list kernel set it (build_mask_tiles' mark_bounded, the list
+  // kernel's kMarkBounded), so the others' code stays as it was without it.
+  MaskPolicy<kMask>::template visit<kBlockM, kBlockN, kBoundedFlag>(p, t);
   return t;
 }
 
@@ -140,33 +107,17 @@ __host__ __device__ __forceinline__ void row_of(const TileCoord& t, int i, int* 
 
 // A persistent grid's r-th tile for this CTA. Rounds alternate direction (a snake), so the CTA that took the
 // heaviest tile of one round takes the lightest of the next: under the heaviest-first order a plain stride would
-// hand CTA 0 the heaviest tile of every round (measured: 8% slower at S = 8192). Past num_tiles: no more work.
-// A global counter handing out tiles dynamically measured no better (docs/perf-log.md, v8), and its per-call
-// reset cost a few microseconds of the layer.
+// hand CTA 0 the heaviest tile of every round. Past num_tiles: no more work. A global counter handing out tiles
+// dynamically was no better, and its per-call reset costs time in the layer (docs/perf-log.md v8).
 __device__ __forceinline__ int persistent_tile(int round) {
   const int g = static_cast<int>(gridDim.x), c = static_cast<int>(blockIdx.x);
   return round * g + ((round & 1) ? g - 1 - c : c);
 }
 
-// An additive tile list's entry (MaskTileLists) as the key tile it names, for the 64-row half `half`.
-template <int kBlockN>
-__host__ __device__ __forceinline__ KeyTile decode_key_entry(const TileCoord& t, uint32_t e, int half) {
-  // A packed tail's positions all lie in the block's first 64 rows (group_size >= 2 heads of tail_rows fit in 128).
-  const int h = t.tail_rows > 0 ? 0 : half;
-  return {static_cast<int>(e >> 4) * kBlockN, (e >> (2 * h)) & 3u};
-}
-
+// The i-th key tile a work tile visits (MaskPolicy::key_tile).
 template <MaskMode kMask, int kBlockN>
 __host__ __device__ __forceinline__ KeyTile key_tile(const TileCoord& t, int i, int half) {
-  if constexpr (kMask == MaskMode::kAdditive) {
-    return decode_key_entry<kBlockN>(t, t.list[i], half);
-  } else if constexpr (kMask == MaskMode::kCausal) {
-    // The diagonal tile first: the consumers' peeled first step is then the only one with masked keys, and a
-    // warpgroup whose rows end before the tile's 65th key takes only its first 64 (attention_sm90.cuh).
-    return {(i == 0 ? t.n_blocks - 1 : i - 1) * kBlockN, kMaskNone};
-  } else {
-    return {i * kBlockN, kMaskNone};
-  }
+  return MaskPolicy<kMask>::template key_tile<kBlockN>(t, i, half);
 }
 
 }  // namespace gk::gemma3

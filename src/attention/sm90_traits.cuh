@@ -1,0 +1,98 @@
+// The Hopper attention kernel's shape (Sm90AttentionTraits), its shared-memory map and barriers (Sm90Smem), and the
+// column layout of the packed q|k|v rows it reads (Sm90Columns). Every size the kernel's parts use comes from here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/device/pipeline.cuh"
+#include "common/device/sm90_primitives.cuh"
+#include "attention/tile_scheduler.cuh"
+
+namespace gk::gemma3 {
+
+// kBlockM query rows per work tile, kBlockN keys per key tile, heads of kHeadDim. Q, K and V tiles arrive by TMA
+// as kBoxes boxes of kBoxCols columns (128 bytes: one 128-byte swizzle row) x kBoxRows rows each.
+template <int kHeadDim_, int kBlockM_ = 128, int kBlockN_ = 128>
+struct Sm90AttentionTraits {
+  static constexpr int kBlockM = kBlockM_;
+  static constexpr int kBlockN = kBlockN_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kStages = 2;                    // K/V ring depth
+  static constexpr int kConsumerRows = 64;             // a warpgroup's wgmma M
+  static constexpr int kConsumerWarpgroups = kBlockM / kConsumerRows;
+  static constexpr int kConsumerWarps = 4 * kConsumerWarpgroups;
+  static constexpr int kThreads = 128 * (1 + kConsumerWarpgroups);  // the producer warpgroup first
+  static constexpr int kBoxCols = 64;
+  static constexpr int kBoxRows = kBlockM;
+  static constexpr int kBoxes = kHeadDim / kBoxCols;   // boxes side by side in a Q, K or V tile
+  static constexpr int kBoxRowBytes = kBoxCols * 2;
+  static constexpr uint32_t kBoxBytes = kBoxCols * kBoxRows * 2;
+  static constexpr uint32_t kTileBytes = kBoxes * kBoxBytes;
+  static constexpr int kNumBarriers = 2 + 4 * kStages;  // Q full, Q empty; K, V full; K, V empty
+  static constexpr uint32_t kOutBytes = kConsumerRows * kHeadDim * 2;  // one consumer warpgroup's output rows (bf16)
+  static constexpr size_t kSmemBytes = 1024 + size_t(kTileBytes) * (1 + 2 * kStages) +
+                                       kConsumerWarpgroups * size_t(kOutBytes) + 2 * kTileSlotBytes +
+                                       8 * kNumBarriers;
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 240;
+  static constexpr int kNTiles = kBlockN / 8;   // n8 tiles of scores
+  static constexpr int kDTiles = kHeadDim / 8;  // n8 tiles of output
+  static constexpr int kKSteps = kHeadDim / 16;  // k16 steps of Q K^T
+
+  static_assert(kHeadDim % kBoxCols == 0, "a head is whole column boxes");
+  static_assert(kBlockM == 2 * kConsumerRows, "two consumer warpgroups, ping-pong (named barriers 1 and 2)");
+  static_assert(kBlockN == kBoxRows, "K and V tiles load through the Q tiles' tensor map (one box height)");
+  // The wgmma issued are m64n128k16 (Q K^T: n = kBlockN; P V: n = kHeadDim), and 240 consumer registers hold the
+  // 64 + 64 fp32 accumulators and P's 32 registers at these sizes only; the output staging stages 128 columns.
+  static_assert(kHeadDim == 128 && kBlockN == 128, "instantiated and register-budgeted at D = 128, 128-key tiles");
+};
+
+using Sm90Traits = Sm90AttentionTraits<128>;
+
+// Column offsets (elements) of the K and V heads inside the packed q|k|v rows the tensor map covers.
+struct Sm90Columns {
+  int k_col;
+  int v_col;
+  bool o_tma;  // the output's heads are contiguous rows of kHeadDim: whole tiles leave by TMA stores (out_map)
+};
+
+// The shared-memory map: Q, the K and V rings, the output staging buffers, two decoded-tile slots, the mbarriers.
+// Barriers: Q full, Q empty, then K full[kStages], V full[kStages], K empty[kStages], V empty[kStages].
+template <class Tr>
+struct Sm90Smem {
+  uint32_t q, k, v, o, slots, bar;
+  device::Pipeline<1> q_pipe;  // the Q tile: one stage, its use count the work tile's local index
+  device::Pipeline<Tr::kStages> k_pipe, v_pipe;
+
+  __device__ __forceinline__ explicit Sm90Smem(uint32_t base)
+      : q(base),
+        k(q + Tr::kTileBytes),                 // kStages tiles
+        v(k + Tr::kStages * Tr::kTileBytes),   // kStages tiles
+        o(v + Tr::kStages * Tr::kTileBytes),   // kConsumerWarpgroups output staging buffers
+        slots(o + Tr::kConsumerWarpgroups * Tr::kOutBytes),  // 2 decoded work tiles (16-byte aligned)
+        bar(slots + 2 * kTileSlotBytes),       // 8-byte mbarriers
+        q_pipe{bar, bar + 8u},
+        k_pipe{bar + 8u * 2, bar + 8u * (2 + 2 * Tr::kStages)},
+        v_pipe{bar + 8u * (2 + Tr::kStages), bar + 8u * (2 + 3 * Tr::kStages)} {}
+
+  // The producer's decoded tile for the consumers' work tile `local`, in slot local % 2.
+  __device__ __forceinline__ uint32_t tile_slot(int local) const { return slots + kTileSlotBytes * (local & 1); }
+  // Consumer warpgroup `half`'s output staging buffer.
+  __device__ __forceinline__ uint32_t out_stage(int half) const { return o + half * Tr::kOutBytes; }
+
+  // One thread, before the CTA's first barrier sync. The empty barriers expect one arrival per consumer warp.
+  __device__ __forceinline__ void init_barriers() const {
+    device::mbar_init(q_pipe.full(0), 1);
+    device::mbar_init(q_pipe.empty(0), Tr::kConsumerWarps);
+    for (int s = 0; s < Tr::kStages; ++s) {
+      device::mbar_init(k_pipe.full(s), 1);
+      device::mbar_init(v_pipe.full(s), 1);
+      device::mbar_init(k_pipe.empty(s), Tr::kConsumerWarps);
+      device::mbar_init(v_pipe.empty(s), Tr::kConsumerWarps);
+    }
+    device::mbar_fence_init();
+  }
+};
+
+}  // namespace gk::gemma3
