@@ -119,7 +119,8 @@ if [ $TIMING -eq 1 ]; then
   # (docs/perf-log.md v14).
   bench() {  # bench LABEL GK_BINARY SUITE [options]
     local label=$1 gk=$2 suite=$3; shift 3
-    step "gk bench $suite ($label)" "$gk" bench --suite "$suite" --json "$OUT/gk-bench-$suite-$label.json" "$@"
+    mkdir -p "$OUT/bench"
+    step "gk bench $suite ($label)" "$gk" bench --suite "$suite" --json "$OUT/bench/gk-bench-$suite-$label.json" "$@"
   }
   for s in 047 054; do
     if [ -n "$BASELINE" ]; then
@@ -133,7 +134,7 @@ if [ $TIMING -eq 1 ]; then
   done
   step "gk bench 054 exact" "$BUILD/bin/gk" bench --suite 054 --precision exact
   # What the SOL-ExecBench 047 package runs: the suite's causal mask as a tensor (additive mode).
-  step "gk bench 047 additive mask" "$BUILD/bin/gk" bench --suite 047 --mask additive --json "$OUT/gk-bench-additive.json"
+  step "gk bench 047 additive mask" "$BUILD/bin/gk" bench --suite 047 --mask additive --json "$OUT/bench/gk-bench-additive.json"
 fi
 
 if [ $PROFILE -eq 1 ] && command -v ncu > /dev/null; then
@@ -147,6 +148,7 @@ if [ $PROFILE -eq 1 ] && command -v ncu > /dev/null; then
 fi
 
 echo
+[ -d "$OUT/bench" ] && tar czf "$OUT/bench.tar.gz" -C "$OUT" bench && rm -rf "$OUT/bench"
 grep -h "^\[ result" "$LOG" > "$OUT/results.txt"
 echo "----- failing checks (all result lines: results.txt) -----"
 grep -hE "FAIL|ERROR|Failure" "$LOG" | head -40
