@@ -78,28 +78,34 @@ if [ $TESTS -eq 1 ]; then
 fi
 
 if [ $SANITIZE -eq 1 ] && command -v compute-sanitizer > /dev/null; then
-  cs() { compute-sanitizer --tool "$1" --error-exitcode 1 "$T" --gtest_filter="$2" --gtest_brief=1; }
-  step "memcheck (small tests)" cs memcheck '*Small*'
+  # cs TOOL FILTER: the arguments of one sanitizer run (step runs a command, not a shell function).
+  cs() { CS=(compute-sanitizer --tool "$1" --error-exitcode 1 "$T" --gtest_filter="$2" --gtest_brief=1); }
+  cs memcheck '*Small*'
+  step "memcheck (small tests)" "${CS[@]}"
   # s1, s130 and the causal (S = 37) shapes run packed GQA tails on the sm90 kernel.
   for k in sm90 sm80; do
     for tool in racecheck synccheck; do
-      pinned "$tool (attention, small)" "attention.kernel=$k" cs $tool \
-        'Small/Gemma3Small.*causal_softcap:Small/Gemma3Small.*s130*:Small/Gemma3Small.s1'
+      cs $tool  'Small/Gemma3Small.*causal_softcap:Small/Gemma3Small.*s130*:Small/Gemma3Small.s1'
+      pinned "$tool (attention, small)" "attention.kernel=$k" "${CS[@]}"
     done
   done
-  pinned "memcheck (attention, small)" attention.kernel=sm90 cs memcheck 'Small/Gemma3Small.*'
+  cs memcheck 'Small/Gemma3Small.*'
+  pinned "memcheck (attention, small)" attention.kernel=sm90 "${CS[@]}"
   for tool in racecheck synccheck; do
-    pinned "$tool (split-K projection, small)" qkv=splitk cs $tool 'Small/Gemma3Small.*'
-    pinned "$tool (audio split-K tf32, small)" audio.tf32=splitk cs $tool '*AudioSmall*tf32*:*AudioRounding*tf32_rows586*'
-    pinned "$tool (audio tf32x3, small)" audio.exact=tf32x3 cs $tool \
-      '*AudioSmall*exact*:*AudioRounding*exact_rows586*:*exact_s1_hidden192*'
+    cs $tool 'Small/Gemma3Small.*'
+    pinned "$tool (split-K projection, small)" qkv=splitk "${CS[@]}"
+    cs $tool '*AudioSmall*tf32*:*AudioRounding*tf32_rows586*'
+    pinned "$tool (audio split-K tf32, small)" audio.tf32=splitk "${CS[@]}"
+    cs $tool  '*AudioSmall*exact*:*AudioRounding*exact_rows586*:*exact_s1_hidden192*'
+    pinned "$tool (audio tf32x3, small)" audio.exact=tf32x3 "${CS[@]}"
   done
   for tool in memcheck racecheck synccheck; do
     # rows 2164: the ring's phases run on across units and the kernel rounds v's weights itself; rows 2048: stream-K
     # cuts units (the cross-CTA repeat and replay test too, but for racecheck, where it takes minutes).
     filter='*AudioSmall*tf32*:*AudioRounding*tf32_rows2164*:*AudioRounding*tf32_rows2048*'
     [ $tool != racecheck ] && filter="$filter:*AudioCrossCta*"
-    pinned "$tool (audio persistent tf32)" audio.tf32=persistent cs $tool "$filter"
+    cs $tool "$filter"
+    pinned "$tool (audio persistent tf32)" audio.tf32=persistent "${CS[@]}"
   done
 elif [ $SANITIZE -eq 1 ]; then
   SUMMARY+=("compute-sanitizer                            not found: SKIPPED")
