@@ -92,8 +92,9 @@ gk_testkit::WorkloadResult bench_case(const Case& c, const BenchOptions& o, cons
   gk_testkit::TimingOptions t;
   t.warmup = o.warmup;
   t.iterations = o.iterations;
-  t.cupti = o.timer != "events";
-  t.events = o.timer != "cupti";
+  t.official = o.timer == "official";
+  t.cupti = o.timer == "cupti" || o.timer == "both";
+  t.events = o.timer == "events" || o.timer == "both";
   const auto timing = gk_testkit::time_call(
       [&](cudaStream_t st, int i) { check_ok(sets[i % o.input_sets]->run(handle, st)); }, stream, t);
   w.cupti = timing.cupti;
@@ -112,8 +113,10 @@ void add_bench(CLI::App& app, BenchOptions& o) {
   o.shape.suite = "all";
   cmd->add_option("--suite", o.shape.suite, "Suite: 047 | 054 | all");
   add_shape_options(cmd, o.shape);
-  cmd->add_option("--timer", o.timer, "cupti (span of the call's GPU activity) | events | both")
-      ->check(CLI::IsMember({"cupti", "events", "both"}));
+  cmd->add_option("--timer", o.timer,
+                  "cupti (span of the call's GPU activity) | events | both | official (SOL-ExecBench's own method: "
+                  "API records enabled, the call's work found by correlation ids)")
+      ->check(CLI::IsMember({"cupti", "events", "both", "official"}));
   cmd->add_option("--rounds", o.rounds, "Correctness rounds of fresh inputs before timing (0: skip)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--warmup", o.warmup, "Warm-up iterations")->check(CLI::NonNegativeNumber);
@@ -150,8 +153,9 @@ int bench(const BenchOptions& o_in) {
   report.created_utc = utc_now();
   report.protocol.warmup = o.warmup;
   report.protocol.iterations = o.iterations;
-  report.protocol.cupti = o.timer != "events";
-  report.protocol.events = o.timer != "cupti";
+  report.protocol.official = o.timer == "official";
+  report.protocol.cupti = o.timer == "cupti" || o.timer == "both" || report.protocol.official;
+  report.protocol.events = o.timer == "events" || o.timer == "both";
   report.input_sets = o.input_sets;
   int dev = 0, l2 = 0;
   GK_TK_CUDA(cudaGetDevice(&dev));

@@ -62,6 +62,7 @@ bool SuiteResult::all_pass() const {
 }
 
 std::string BenchReport::timer_name() const {
+  if (protocol.official) return "official (SOL-ExecBench's CUPTI method: API records, correlation ids)";
   if (protocol.cupti && protocol.events) return "cupti (events alongside)";
   return protocol.cupti ? "cupti" : "events";
 }
@@ -71,7 +72,7 @@ nlohmann::json to_json(const BenchReport& r) {
   j["schema"] = "gk-bench/1";
   j["git_commit"] = r.git_commit;
   j["created_utc"] = r.created_utc;
-  j["timer"] = r.protocol.cupti ? "cupti" : "events";
+  j["timer"] = r.protocol.official ? "official" : (r.protocol.cupti ? "cupti" : "events");
   j["timers"] = nlohmann::json::array();
   if (r.protocol.cupti) j["timers"].push_back("cupti");
   if (r.protocol.events) j["timers"].push_back("events");

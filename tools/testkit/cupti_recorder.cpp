@@ -14,6 +14,7 @@ namespace {
 constexpr size_t kBufferBytes = size_t(8) << 20;
 constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                          CUPTI_ACTIVITY_KIND_MEMSET};
+constexpr CUpti_ActivityKind kApiKinds[] = {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
 
 void check(CUptiResult r, const char* what) {
   if (r == CUPTI_SUCCESS) return;
@@ -36,17 +37,23 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
       case CUPTI_ACTIVITY_KIND_KERNEL: {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(r);
-        rec.add({k->start, k->end, k->name ? k->name : ""});
+        rec.add(GpuActivity{k->start, k->end, k->name ? k->name : "", k->correlationId});
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(r);
-        rec.add({m->start, m->end, "memcpy"});
+        rec.add(GpuActivity{m->start, m->end, "memcpy", m->correlationId});
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(r);
-        rec.add({m->start, m->end, "memset"});
+        rec.add(GpuActivity{m->start, m->end, "memset", m->correlationId});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_RUNTIME:
+      case CUPTI_ACTIVITY_KIND_DRIVER: {
+        const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(r);
+        rec.add(ApiCall{a->start, a->correlationId});
         break;
       }
       default:
@@ -63,23 +70,36 @@ CuptiRecorder& CuptiRecorder::instance() {
   return r;
 }
 
-void CuptiRecorder::begin() {
+void CuptiRecorder::begin(bool api) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     activities_.clear();
+    api_calls_.clear();
   }
+  api_ = api;
   if (!callbacks_registered_) {
     check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks");
     callbacks_registered_ = true;
   }
   for (auto k : kKinds) check(cuptiActivityEnable(k), "cuptiActivityEnable");
+  if (api_) {
+    for (auto k : kApiKinds) check(cuptiActivityEnable(k), "cuptiActivityEnable");
+  }
 }
 
 std::vector<GpuActivity> CuptiRecorder::end() {
   check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
   for (auto k : kKinds) check(cuptiActivityDisable(k), "cuptiActivityDisable");
+  if (api_) {
+    for (auto k : kApiKinds) check(cuptiActivityDisable(k), "cuptiActivityDisable");
+  }
   std::lock_guard<std::mutex> lock(mu_);
   return std::move(activities_);
+}
+
+std::vector<ApiCall> CuptiRecorder::api_calls() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::move(api_calls_);
 }
 
 uint64_t CuptiRecorder::timestamp_ns() {
@@ -91,6 +111,11 @@ uint64_t CuptiRecorder::timestamp_ns() {
 void CuptiRecorder::add(GpuActivity a) {
   std::lock_guard<std::mutex> lock(mu_);
   activities_.push_back(std::move(a));
+}
+
+void CuptiRecorder::add(ApiCall a) {
+  std::lock_guard<std::mutex> lock(mu_);
+  api_calls_.push_back(a);
 }
 
 }  // namespace gk_testkit

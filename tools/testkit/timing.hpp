@@ -46,6 +46,11 @@ struct TimingOptions {
   int iterations = 50;
   bool events = true;
   bool cupti = false;
+  // SOL-ExecBench's own method instead of the kernel-only CUPTI timer (result in TimingResult::cupti): runtime and
+  // driver API records enabled too, host timestamps around the call, a synchronize after it, and the call's GPU work
+  // found through the correlation ids of the API calls that started between the two timestamps. API tracing slows
+  // every API call, so gaps the call's enqueueing leaves between its kernels count as they do in the harness.
+  bool official = false;
 };
 
 // `call` enqueues one operator call on the stream; its int argument is the iteration index.

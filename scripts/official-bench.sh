@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# NVIDIA's SOL-ExecBench harness on both exported solution packages, on the GPU machine, beside `gk bench` with its
+# kernel-only timer and with `--timer official` (the harness's method reimplemented), all in one run on one card.
+#
+#   scripts/official-bench.sh [--skip-harness]
+#
+# What it needs (none of it committed):
+# - The harness's source at commit 8d2237d: HARNESS_SRC (default .harness/sol-execbench-src, the `src/` folder of
+#   a copy of github.com/NVIDIA/SOL-ExecBench at that commit; with internet, `pip install
+#   git+https://github.com/NVIDIA/SOL-ExecBench@8d2237d` instead, and HARNESS_SRC unset).
+# - The official definitions and workloads: SOLEXEC_DATA (default .harness/data, a copy of shared/solexecbench/).
+# - Beyond the GPU image's torch: pydantic 2.x, pydantic-core, annotated-types, typing-inspection,
+#   typing-extensions >= 4.16, pyelftools and cupti-python 13.0.1 as wheels in .whl/ (the device README says how
+#   to download them for the machine's Python), installed into a scratch site-packages.
+# - A build of this checkout (GK_BUILD_DIR, default build) for `gk bench`.
+# Writes into OUT (default .out/official): the harness's traces (*.jsonl), gk bench's JSON, and a table.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=${GK_BUILD_DIR:-build}
+OUT=${OUT:-$ROOT/.out/official}
+HARNESS_SRC=${HARNESS_SRC:-$ROOT/.harness/sol-execbench-src}
+DATA=${SOLEXEC_DATA:-$ROOT/.harness/data}
+SKIP_HARNESS=0
+[ "${1:-}" = "--skip-harness" ] && SKIP_HARNESS=1
+mkdir -p "$OUT"
+
+# gk bench, kernel-only CUPTI timer and the official method, each suite in a process of its own.
+for s in 047 054; do
+  for timer in cupti official; do
+    "$BUILD/bin/gk" bench --suite $s --timer $timer --rounds 1 --json "$OUT/gk-bench-$s-$timer.json" \
+      > "$OUT/gk-bench-$s-$timer.txt" 2>&1 || echo "gk bench $s --timer $timer failed (see $OUT/gk-bench-$s-$timer.txt)"
+  done
+done
+
+if [ $SKIP_HARNESS -eq 0 ]; then
+  SITE=$(mktemp -d)
+  if ls .whl/*.whl > /dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" .whl/*.whl
+  fi
+  export PYTHONPATH="$HARNESS_SRC:$SITE:$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
+  python3 -m gemma_kernels.solexecbench --out "$OUT/solutions" > /dev/null
+  for def in $(ls -r "$DATA"/*.definition.json); do  # 054 first: the smaller evaluation
+    name=$(basename "$def" .definition.json)
+    sol=$(ls "$OUT"/solutions/"$name"/solution.json 2> /dev/null) || { echo "no package for $name"; continue; }
+    echo "=== harness: $name"
+    timeout "${HARNESS_TIMEOUT:-400}" python3 -c "from sol_execbench.cli import cli; cli()" \
+      --definition "$def" --workload "$DATA/$name.workloads.jsonl" --solution "$sol" \
+      --compile-timeout 600 -o "$OUT/harness-${name%%_*}.jsonl" > "$OUT/harness-${name%%_*}.txt" 2>&1
+    echo "    rc=$? (log: harness-${name%%_*}.txt)"
+  done
+fi
+
+# The table: per workload, the harness's median next to gk bench's two timers.
+python3 - "$OUT" << 'EOF'
+import json, sys, pathlib
+out = pathlib.Path(sys.argv[1])
+rows = []
+for s in ("047", "054"):
+    timers = {}
+    for t in ("cupti", "official"):
+        p = out / f"gk-bench-{s}-{t}.json"
+        if p.exists():
+            timers[t] = {(w["batch"], w["seq_len"]): w["time_us"] for w in json.loads(p.read_text())["suites"][0]["workloads"]}
+    harness = {}
+    h = out / f"harness-{s}.jsonl"
+    if h.exists():
+        for line in h.read_text().splitlines():
+            tr = json.loads(line)
+            ev = tr.get("evaluation") or {}
+            perf = ev.get("performance") or {}
+            axes = (tr.get("workload") or {}).get("axes") or {}
+            key = (axes.get("batch_size", axes.get("batch")), axes.get("seq_len"))
+            lat = perf.get("latency_ms")
+            if lat is not None:
+                harness[key] = (1e3 * lat, ev.get("status"))
+    keys = sorted(set().union(*[set(v) for v in timers.values()] + [set(harness)]), key=lambda k: (k[0] or 0) * (k[1] or 0))
+    for k in keys:
+        c, o = timers.get("cupti", {}).get(k), timers.get("official", {}).get(k)
+        hv, st = harness.get(k, (None, None))
+        f = lambda v: f"{v:9.1f}" if v is not None else "        -"
+        ratio = f"{hv / c:6.2f}" if hv and c else "     -"
+        rows.append(f"{s}  B={k[0]} S={k[1]:<6} kernel-only {f(c)}  official-method {f(o)}  harness {f(hv)} {st or ''}  harness/kernel-only {ratio}")
+text = "\n".join(rows)
+(out / "table.txt").write_text(text + "\n")
+print(text)
+EOF
