@@ -3,11 +3,10 @@
 #include <cstdint>
 #include <string>
 #include <stdexcept>
-#include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "attribution.hpp"
 #include "cupti_recorder.hpp"
 #include "device_buffer.hpp"
 #include "timing.hpp"
@@ -91,34 +90,6 @@ std::vector<ActivityStat> activity_breakdown(std::vector<std::vector<GpuActivity
   return out;
 }
 
-// SOL-ExecBench's attribution: the GPU activities whose correlation ids belong to API calls that started within an
-// iteration's host window; the iteration's time is their span, first start to last end.
-TimingStats official_spans(std::vector<GpuActivity> gpu, std::vector<ApiCall> api,
-                           const std::vector<std::pair<uint64_t, uint64_t>>& windows, int warmup) {
-  std::sort(api.begin(), api.end(), [](const ApiCall& a, const ApiCall& b) { return a.start_ns < b.start_ns; });
-  std::unordered_map<uint32_t, std::vector<const GpuActivity*>> by_correlation;
-  for (const auto& a : gpu) by_correlation[a.correlation].push_back(&a);
-  std::vector<double> us;
-  for (size_t i = size_t(warmup); i < windows.size(); ++i) {
-    const auto lo = std::lower_bound(api.begin(), api.end(), windows[i].first,
-                                     [](const ApiCall& a, uint64_t t) { return a.start_ns < t; });
-    uint64_t first = UINT64_MAX, last = 0;
-    std::unordered_set<uint32_t> seen;
-    for (auto it = lo; it != api.end() && it->start_ns <= windows[i].second; ++it) {
-      if (!seen.insert(it->correlation).second) continue;
-      const auto found = by_correlation.find(it->correlation);
-      if (found == by_correlation.end()) continue;
-      for (const GpuActivity* a : found->second) {
-        first = std::min(first, a->start_ns);
-        last = std::max(last, a->end_ns);
-      }
-    }
-    if (last == 0) throw std::runtime_error("official timer: no GPU activity for timed iteration " + std::to_string(i));
-    us.push_back(double(last - first) * 1e-3);
-  }
-  return stats(us);
-}
-
 }  // namespace
 
 TimingResult time_call(const std::function<void(cudaStream_t, int)>& call, cudaStream_t stream,
@@ -177,7 +148,7 @@ TimingResult time_call(const std::function<void(cudaStream_t, int)>& call, cudaS
   r.host = stats(host_us);
   if (o.official) {
     auto gpu = cupti.finish();  // flushes: the API records are complete only after it
-    r.cupti = official_spans(std::move(gpu), CuptiRecorder::instance().api_calls(), windows, o.warmup);
+    r.cupti = stats(attributed_spans_us(gpu, CuptiRecorder::instance().api_calls(), windows, size_t(o.warmup)));
   } else if (o.cupti) {
     std::vector<uint64_t> first(total, UINT64_MAX), last(total, 0);
     std::vector<std::vector<GpuActivity>> per_iteration(total);
