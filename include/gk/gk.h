@@ -72,8 +72,8 @@ GK_API gk_status gk_handle_destroy(gk_handle_t handle);
 /* Pins planner choices for the calls made with this handle, in the syntax "key=value,key=value" (e.g.
  * "attention.kernel=sm80,qkv=cublas"; "auto" or an absent key keeps the planner's choice; NULL or "" clears every
  * pin). Unknown keys or values fail with a message listing what is allowed, and leave the handle's pins unchanged.
- * A new handle starts from the GK_OVERRIDES environment variable (same syntax; gk_handle_create fails on a bad
- * one). A pinned choice applies where its kernel can take the call's shape; elsewhere the planner's choice stands.
+ * A new handle has none; the library reads no environment (the gk CLI and the tests pass GK_OVERRIDES, same
+ * syntax, through this call). A pinned choice applies where its kernel can take the call's shape; elsewhere the planner's choice stands.
  * docs/dispatch.md lists the keys. For tests and measurements: results stay within the operator's tolerance
  * whatever is pinned. */
 GK_API gk_status gk_handle_set_overrides(gk_handle_t handle, const char* spec);

@@ -246,5 +246,5 @@ def handle(device_index: int) -> ctypes.c_void_p:
 
 def set_overrides(spec, device_index: int) -> None:
     """Pins planner choices for this thread's handle on a device ("key=value,..."; None or "" clears them; unknown
-    keys raise GkValueError). docs/dispatch.md lists the keys; GK_OVERRIDES seeds a new handle the same way."""
+    keys raise GkValueError). docs/dispatch.md lists the keys."""
     check(library().gk_handle_set_overrides(handle(device_index), None if spec is None else spec.encode()))

@@ -36,7 +36,6 @@ Status create_handle(gk_handle_t* out) {
   GK_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&h->device), "gk_handle_create", "cudaGetDevice"));
   GK_RETURN_IF_ERROR(h->gemm.init());
   GK_RETURN_IF_ERROR(h->side.init());
-  GK_RETURN_IF_ERROR(overrides_from_env(&h->overrides));
   GK_RETURN_IF_ERROR(sm_count("gk_handle_create", &h->device_info.sms));
   GK_RETURN_IF_ERROR(gemma3::query_splitk_proj_residency(&h->device_info));
   GK_RETURN_IF_ERROR(audio::query_audio_residency(&h->device_info));

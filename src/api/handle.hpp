@@ -71,7 +71,7 @@ struct gk_handle_st {
   gk::detail::GemmRunner gemm;
   gk::detail::SideStream side;
   gk::detail::DeviceInfo device_info;  // queried at creation: what the planners know of the device
-  gk::detail::Overrides overrides;     // pinned planner choices (gk_handle_set_overrides; GK_OVERRIDES at creation)
+  gk::detail::Overrides overrides;     // pinned planner choices (gk_handle_set_overrides; none at creation)
   // The next call's epoch (a random start at creation; head_gemm's launcher keeps its low 56 bits): tags the
   // cross-CTA state a launch keeps in the caller's workspace, so that what the workspace held before reads as stale
   // (head_gemm/stream_k.cuh).

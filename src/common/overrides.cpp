@@ -1,6 +1,5 @@
 #include "common/overrides.hpp"
 
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -96,20 +95,6 @@ std::string format_overrides(const Overrides& o) {
     s += std::string(s.empty() ? "" : ",") + k.name + "=" + k.values[v];
   }
   return s;
-}
-
-Status overrides_from_env(Overrides* out) {
-  const char* spec = std::getenv("GK_OVERRIDES");
-  const Status st = parse_overrides(spec, out);
-  if (st.ok()) return st;
-  return Status(st.code(), "GK_OVERRIDES: " + st.message());
-}
-
-const char* override_value_name(int8_t Overrides::*field, int value) {
-  for (const Key& k : kKeys) {
-    if (k.field == field && value >= 0 && value < 4 && k.values[value] != nullptr) return k.values[value];
-  }
-  return "auto";
 }
 
 }  // namespace gk::detail

@@ -2,8 +2,8 @@
 //
 // A spec is a list of `key=value` pairs separated by commas or spaces, e.g. "attention.kernel=sm80,qkv=cublas";
 // `auto` (or leaving a key out) keeps the planner's choice. Unknown keys and values are errors with a message, never
-// a silent fall-back. The handle holds one Overrides value (gk_handle_set_overrides; GK_OVERRIDES in the
-// environment seeds it when the handle is created, for the CLI and tests). Planners read it; launchers never do.
+// a silent fall-back. The handle holds one Overrides value (gk_handle_set_overrides); planners read it, launchers
+// never do. The library reads no environment: the CLI and the tests pass GK_OVERRIDES through the same call.
 // A pinned choice applies wherever its kernel can take the shape; elsewhere the planner's own choice stands.
 #pragma once
 
@@ -40,10 +40,5 @@ struct Overrides {
 GK_INTERNAL_API Status parse_overrides(const char* spec, Overrides* out);
 // The overrides that are set, in the syntax parse_overrides reads ("" when none).
 GK_INTERNAL_API std::string format_overrides(const Overrides& o);
-// GK_OVERRIDES from the environment (unset: no overrides). The only environment lookup of the library.
-GK_INTERNAL_API Status overrides_from_env(Overrides* out);
-
-// The value names of one key, for planners that print what they chose ("sm90", "cublas", ...).
-GK_INTERNAL_API const char* override_value_name(int8_t Overrides::*field, int value);
 
 }  // namespace gk::detail

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "device_buffer.hpp"
+#include "env_overrides.hpp"
 
 namespace gk_test {
 
@@ -32,7 +33,8 @@ Env& env() {
       }
     }
     if (x->available) {
-      const gk::Status s = x->handle.init();
+      gk::Status s = x->handle.init();
+      if (s.ok()) s = gk_testkit::apply_env_overrides(x->handle.get());
       if (!s.ok()) {
         x->available = false;
         x->why = s.message();

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "env_overrides.hpp"
 #include "gpu_test_util.hpp"
 #include "problems.hpp"
 #include "suites.hpp"
@@ -15,11 +16,11 @@ using gk_test::GpuParamTest;
 using gk_testkit::AudioProblem;
 using gk_testkit::Gemma3Problem;
 
-// Restores the handle's pins (GK_OVERRIDES at its creation, usually none) when the test ends.
+// Restores the handle's pins (GK_OVERRIDES, usually none) when the test ends.
 class Pinned {
  public:
   explicit Pinned(gk_handle_t h, const char* spec) : h_(h) { ok_ = gk::set_overrides(h, spec); }
-  ~Pinned() { (void)gk::set_overrides(h_, std::getenv("GK_OVERRIDES")); }
+  ~Pinned() { (void)gk_testkit::apply_env_overrides(h_); }
   const gk::Status& status() const { return ok_; }
 
  private:

@@ -18,6 +18,7 @@
 #include "device_info.hpp"
 #include "gk/gk.hpp"
 #include "metrics.hpp"
+#include "env_overrides.hpp"
 #include "problems.hpp"
 #include "timing.hpp"
 
@@ -163,7 +164,8 @@ int bench(const BenchOptions& o_in) {
   report.scrub_bytes = 2.0 * l2;
 
   gk::Handle handle;
-  const gk::Status hs = handle.init();
+  gk::Status hs = handle.init();
+  if (hs.ok()) hs = gk_testkit::apply_env_overrides(handle.get());
   if (!hs.ok()) throw std::runtime_error(hs.message());
   cudaStream_t stream = nullptr;
   GK_TK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));

@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "device_buffer.hpp"
 #include "gk/gk.hpp"
+#include "env_overrides.hpp"
 #include "problems.hpp"
 #include "metrics.hpp"
 #include "timing.hpp"
@@ -105,7 +106,8 @@ int run(const RunOptions& o) {
     return run_cpu_only(o, cases, seed, why);
   }
   gk::Handle handle;
-  const gk::Status hs = handle.init();
+  gk::Status hs = handle.init();
+  if (hs.ok()) hs = gk_testkit::apply_env_overrides(handle.get());
   if (!hs.ok()) throw std::runtime_error(hs.message());
   cudaStream_t stream = nullptr;
   GK_TK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
