@@ -11,9 +11,9 @@ namespace gk::gemma3 {
 namespace {
 
 // The planner's thresholds; docs/dispatch.md gives the measurements behind each.
-// The sm90 kernel's 128-row tiles fill the GPU only from half as many tiles as SMs: fewer go to the 64-row sm80
-// kernel (docs/perf-log.md v3).
-constexpr int kSm90MinTilesPerTwoSms = 1;
+// The sm90 kernel's 128-row tiles fill the GPU only with at least one tile per two SMs: fewer go to the 64-row sm80
+// kernel, twice the CTAs (docs/perf-log.md v3).
+constexpr int64_t kSm90MaxSmsPerTile = 2;
 // Additive mode carries both softmax forms in one kernel (a block takes the fixed one where its tile list is
 // bounded): that pays from long sequences on and costs below (v20.5).
 constexpr int kAdditiveFixedMinSeqLen = 2048;
@@ -54,7 +54,7 @@ AttentionShape attention_shape(const AttentionParams& p, int head_dim) {
 Status plan_attention(const AttentionShape& s, const detail::DeviceInfo& dev, const detail::Overrides& ov,
                       AttentionPlan* plan) {
   AttentionPlan p;
-  const bool wide_grid = 2 * attention_tiles(s, kSm90Block, 0) >= int64_t(kSm90MinTilesPerTwoSms) * dev.sms;
+  const bool wide_grid = kSm90MaxSmsPerTile * attention_tiles(s, kSm90Block, 0) >= dev.sms;
   const bool sm90 = s.sm90_layout && ov.attention_kernel != 1 && (ov.attention_kernel == 0 || wide_grid);
   if (sm90) {
     p.kernel = AttentionKernel::kSm90;

@@ -11,14 +11,6 @@
 
 namespace gk::gemma3 {
 
-// Work tiles of `block_m` query rows: one per (query block, batch, query head), except that packed GQA tails
-// (p.tail_rows > 0) take one tile per (batch, kv head) for the last query block. Host code (the launch, the tests).
-inline int64_t tile_count(const AttentionParams& p, int block_m) {
-  const int64_t heads = int64_t(p.batch) * p.num_q_heads;
-  const int64_t n = int64_t((p.seq_len + block_m - 1) / block_m) * heads;
-  return p.tail_rows > 0 ? n - heads + heads / p.group_size : n;
-}
-
 // Work tiles are ordered heaviest first: the packed GQA tails when p.tail_rows > 0 (they visit every key tile),
 // then query block-major from the last block down. Under a causal mask the long blocks start early and the last
 // tiles each SM takes are short ones.

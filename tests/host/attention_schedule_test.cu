@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "attention/attention_plan.hpp"
 #include "attention/tile_scheduler.cuh"
 #include "attention/tail_packing.hpp"
 
@@ -40,7 +41,12 @@ AttentionParams params(const Grid& g) {
   p.num_m_blocks = (g.seq_len + kBlock - 1) / kBlock;
   p.tail_rows = g.pack_tails ? gk::gemma3::packed_tail_rows(g.seq_len, g.group, kBlock) : 0;
   p.tail_inv = gk::gemma3::tail_reciprocal(p.tail_rows);
-  p.num_tiles = static_cast<int>(gk::gemma3::tile_count(p, kBlock));
+  gk::gemma3::AttentionShape s;  // counted as the planner counts them
+  s.batch = g.batch;
+  s.seq_len = g.seq_len;
+  s.num_q_heads = g.q_heads;
+  s.group_size = g.group;
+  p.num_tiles = static_cast<int>(gk::gemma3::attention_tiles(s, kBlock, p.tail_rows));
   return p;
 }
 
