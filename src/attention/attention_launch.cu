@@ -21,6 +21,9 @@ namespace {
 
 constexpr const char* kOp = "gemma3_attention";
 using Sm80Traits128 = AttentionTraits</*kBlockM=*/64, /*kBlockN=*/64, /*kHeadDim=*/128, /*kWarps=*/4>;
+static_assert(Sm90Traits::kBlockM == kSm90Block && Sm90Traits::kBlockN == kSm90Block &&
+                  Sm80Traits128::kBlockM == kSm80Block && Sm80Traits128::kBlockN == kSm80Block,
+              "the planner's tiles (attention_plan.hpp) are the kernels'");
 
 // The grid of the plan: the tile count into the parameters (the kernels decode tiles from it).
 void apply_grid(const AttentionPlan& plan, AttentionParams* p) {

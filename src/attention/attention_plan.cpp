@@ -17,8 +17,6 @@ constexpr int64_t kSm90MaxSmsPerTile = 2;
 // Additive mode carries both softmax forms in one kernel (a block takes the fixed one where its tile list is
 // bounded): that pays from long sequences on and costs below (v20.5).
 constexpr int kAdditiveFixedMinSeqLen = 2048;
-// Tile shapes: the sm90 kernel's 128 x 128, the sm80 kernel's 64 x 64.
-constexpr int kSm90Block = 128, kSm80Block = 64;
 // The largest tile count a persistent grid can index (its last round runs past num_tiles by up to one grid).
 constexpr int64_t kMaxTiles = INT32_MAX - 65536;
 

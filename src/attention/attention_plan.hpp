@@ -12,6 +12,8 @@
 namespace gk::gemma3 {
 
 enum class AttentionKernel { kSm90, kSm80 };
+// The kernels' square tiles (query rows = keys), as instantiated (attention_launch.cu checks them against the traits).
+inline constexpr int kSm90Block = 128, kSm80Block = 64;
 
 // What the planner needs of a call.
 struct AttentionShape {
