@@ -7,10 +7,8 @@ namespace gk::audio {
 namespace {
 
 // The planner's thresholds; docs/dispatch.md gives the measurements behind each.
-// The split-K kernels' tile: 128 rows x one head, K-blocks of 32 floats; grid.y holds the row tiles.
-constexpr int kBM = 128, kBK = 32;
-constexpr int64_t kHeadDim = 128;  // the one head dim the audio kernels instantiate (validated by operator.cpp)
-constexpr int64_t kMaxRowTiles = 65535;
+constexpr int kBM = kSplitkBM, kBK = kSplitkBK;
+constexpr int64_t kMaxRowTiles = 65535;  // the split-K kernels' grid.y
 // The split-K tf32 kernel while its tiles fit one wave; past it the persistent kernel (perf log v7, v13).
 // The persistent kernel's time goes by rounds of clusters and cuBLASLt's by rows: at two or more rounds cuBLASLt's
 // smaller tiles win below this fill of the last round (v13).
@@ -21,7 +19,22 @@ constexpr bool kVRegistersNeedSplit = true;
 constexpr int64_t kMaxExactScratchFloats = int64_t(64) << 20;
 using Tiling = head_gemm::Tf32Tiling;
 
-head_gemm::Operands shape_operands(int64_t rows, int64_t hidden, int64_t heads) {
+// The split-K kernels' output tiles: one head of q, k or v per 128 rows.
+int64_t splitk_tiles(int64_t rows, int64_t heads) { return (rows + kBM - 1) / kBM * 3 * heads; }
+
+// The split-K kernels' K split and where they prepare the activations.
+void plan_splitk(const AudioQkvConfig& c, const int (&resident)[detail::kMaxClusterSplit + 1], int sms,
+                 int64_t scratch_floats, int a_parts, const detail::Overrides& ov, AudioPlan* p) {
+  const int64_t rows = c.batch * c.seq_len;
+  const int64_t tiles = splitk_tiles(rows, c.num_heads);
+  const int k_blocks = static_cast<int>(c.hidden / kBK);
+  p->split = detail::choose_splitk(sms, resident, tiles, k_blocks, {4, 2}, /*even_k=*/true);
+  p->activations_prepass = ov.audio_activations != 1 && a_parts * rows * c.hidden <= scratch_floats;
+}
+
+}  // namespace
+
+head_gemm::Operands persistent_shape(int64_t rows, int64_t hidden, int64_t heads) {
   head_gemm::Operands o;
   o.m = rows;
   o.k = hidden;
@@ -30,24 +43,12 @@ head_gemm::Operands shape_operands(int64_t rows, int64_t hidden, int64_t heads) 
   return o;
 }
 
-// The split-K kernels' K split and where they prepare the activations.
-void plan_splitk(const AudioQkvConfig& c, const int (&resident)[detail::kMaxClusterSplit + 1], int sms,
-                 int64_t scratch_floats, int a_parts, const detail::Overrides& ov, AudioPlan* p) {
-  const int64_t rows = c.batch * c.seq_len;
-  const int64_t tiles = (rows + kBM - 1) / kBM * 3 * c.num_heads;
-  const int k_blocks = static_cast<int>(c.hidden / kBK);
-  p->split = detail::choose_splitk(sms, resident, tiles, k_blocks, {4, 2}, /*even_k=*/true);
-  p->activations_prepass = ov.audio_activations != 1 && a_parts * rows * c.hidden <= scratch_floats;
-}
-
-}  // namespace
-
 bool splitk_supported(int64_t rows, int64_t hidden, int64_t heads) {
   return rows <= kMaxRowTiles * kBM && hidden % kBK == 0 && hidden <= INT32_MAX && 3 * heads <= INT32_MAX;
 }
 
 int64_t tf32_scratch_floats(int64_t rows, int64_t hidden, int64_t heads) {
-  const int64_t w_floats = heads * kHeadDim * hidden, a_floats = rows * hidden;
+  const int64_t w_floats = heads * kAudioHeadDim * hidden, a_floats = rows * hidden;
   return a_floats <= 3 * w_floats && a_floats > w_floats ? a_floats : w_floats;
 }
 
@@ -73,10 +74,10 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
     return Status::Ok();
   }
 
-  const head_gemm::Operands shape = shape_operands(rows, c.hidden, c.num_heads);
+  const head_gemm::Operands shape = persistent_shape(rows, c.hidden, c.num_heads);
   const bool persistent_ok = head_gemm::shape_supported<Tiling>(shape) && dev.head_gemm_clusters >= 1;
   const int64_t units = head_gemm::units_of<Tiling>(shape);
-  const bool one_wave = (rows + kBM - 1) / kBM * 3 * c.num_heads <= dev.sms;
+  const bool one_wave = splitk_tiles(rows, c.num_heads) <= dev.sms;
   if (ov.audio_tf32 == 0) {
     if (splitk_ok) p.path = AudioPath::kSplitkTf32;
   } else if (ov.audio_tf32 == 1) {
@@ -106,8 +107,8 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
     // bits, and a call gives the same bits whichever way they are rounded.
     const bool pays = head_gemm::prep_pays<Tiling>(shape, p.grid, resident);
     p.lag_last_segment = pays;
-    const bool slots = head_gemm::prep_slots_in(reinterpret_cast<void*>(256), sk_scratch_bytes) != nullptr;
-    p.v_round_in_kernel = (ov.audio_v_round == detail::kAuto ? pays : ov.audio_v_round == 0) && !capturing && slots;
+    p.v_round_in_kernel = (ov.audio_v_round == detail::kAuto ? pays : ov.audio_v_round == 0) && !capturing &&
+                          head_gemm::has_prep_slots(sk_scratch_bytes);
   }
 
   const auto path_value = [&]() -> int8_t {

@@ -34,6 +34,14 @@ struct AudioPlan {
   detail::Overrides chosen;          // the choices as override values (the plan's printable form)
 };
 
+// The split-K kernels' tile, 128 rows x one head, in K-blocks of 32 floats (qkv_launch.cu checks it against their
+// traits); the one head dim the audio kernels instantiate (validated by operator.cpp).
+inline constexpr int kSplitkBM = 128, kSplitkBK = 32;
+inline constexpr int64_t kAudioHeadDim = 128;
+
+// The persistent head GEMM's operands for a call, shapes only: three segments (q, k, v) of `heads` heads each.
+GK_INTERNAL_API head_gemm::Operands persistent_shape(int64_t rows, int64_t hidden, int64_t heads);
+
 // Grid limits of the split-K kernels (grid.y row tiles, a whole number of 32-float K-blocks, ints).
 GK_INTERNAL_API bool splitk_supported(int64_t rows, int64_t hidden, int64_t heads);
 // Workspace floats: tf32, v's rounded weights (persistent) or the rounded activations (split-K), whichever is larger,

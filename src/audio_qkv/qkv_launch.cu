@@ -20,6 +20,8 @@ namespace {
 
 constexpr const char* kOp = "audio_qkv";
 using HeadCfg = head_gemm::Tf32Config;
+static_assert(QkvGemmTraits::kBM == kSplitkBM && QkvGemmTraits::kBK == kSplitkBK && QkvGemmTraits::kBN == kAudioHeadDim,
+              "the planner's split-K tile (plan.hpp) is the kernels'");
 
 struct Maps {
   CUtensorMap hs, hs_raw, wq, wk, wv;
@@ -158,16 +160,11 @@ Status launch_qkv_tf32_persistent(const QkvGemmParams& p, const AudioPlan& plan,
   ep.eps = p.eps;
   // q and k read truncated (their norm removes truncation's bias: qkv_tf32_splitk_sm90.cuh), so only v's weights
   // are rounded and only v's tiles round their A fragments.
-  head_gemm::Operands o;
-  o.m = p.m;
-  o.k = p.k_dim;
+  head_gemm::Operands o = persistent_shape(p.m, p.k_dim, p.heads);
   o.a = p.hidden;
-  o.segments = 3;
-  const float* const w[3] = {p.wq, p.wk, rounded_wv};
-  for (int s = 0; s < 3; ++s) {
-    o.w[s] = w[s];
-    o.heads[s] = p.heads;
-  }
+  o.w[0] = p.wq;
+  o.w[1] = p.wk;
+  o.w[2] = rounded_wv;
   o.round_a_segments = 1u << 2;
   if (plan.grid.sk.run > 0) {
     o.sk_scratch = sk_scratch;

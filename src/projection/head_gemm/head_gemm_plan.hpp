@@ -65,9 +65,11 @@ inline int64_t sk_boundaries(size_t bytes) {
 }
 // Whether the preparation's slots hold one per CTA of `clusters` clusters of two.
 inline bool prep_slots_fit(int64_t clusters) { return 2 * clusters * 8 <= int64_t(kPrepSlotBytes); }
+// Whether a scratch of `bytes` holds the preparation's slots.
+inline bool has_prep_slots(size_t bytes) { return bytes >= kSkPartialsAt; }
 // The preparation's slots in a scratch of `bytes` (null where it is too small).
 inline unsigned long long* prep_slots_in(void* scratch, size_t bytes) {
-  return scratch != nullptr && bytes >= kSkPartialsAt
+  return scratch != nullptr && has_prep_slots(bytes)
              ? reinterpret_cast<unsigned long long*>(static_cast<char*>(scratch) + kSkFlagBytes)
              : nullptr;
 }
