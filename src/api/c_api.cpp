@@ -47,7 +47,8 @@ gk::Status null_args(const char* op, std::initializer_list<std::pair<const char*
 gk::Status copy_out(const char* op, const std::string& s, char* buf, size_t len) {
   if (s.size() + 1 > len) {
     return gk::Status(GK_STATUS_INVALID_ARGUMENT, std::string(op) + ": the plan needs a buffer of " +
-                                                       std::to_string(s.size() + 1) + " bytes, got " + std::to_string(len));
+                                                       std::to_string(s.size() + 1) + " bytes, got " +
+                                                       std::to_string(len));
   }
   std::copy(s.begin(), s.end(), buf);
   buf[s.size()] = '\0';

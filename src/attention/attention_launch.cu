@@ -114,7 +114,8 @@ Status launch_attention(AttentionParams p, int head_dim, const AttentionPlan& pl
   // A column pair of the mask loads as one 4-byte word when no pair can straddle a row end or a word boundary.
   p.mask_pairs = p.mask_mode == MaskMode::kAdditive && p.seq_len % 2 == 0 && p.mask_row_stride % 2 == 0 &&
                  p.mask_batch_stride % 2 == 0 && reinterpret_cast<uintptr_t>(p.mask) % 4 == 0;
-  return p.softcap ? launch_mask<true>(p, plan, programmatic, stream) : launch_mask<false>(p, plan, programmatic, stream);
+  return p.softcap ? launch_mask<true>(p, plan, programmatic, stream)
+                   : launch_mask<false>(p, plan, programmatic, stream);
 }
 
 }  // namespace gk::gemma3

@@ -72,7 +72,8 @@ Status plan_attention(const AttentionShape& s, const detail::DeviceInfo& dev, co
   }
   p.tiles = attention_tiles(s, p.block_m, p.tail_rows);
   if (p.tiles > kMaxTiles) {
-    return detail::error(GK_STATUS_INVALID_ARGUMENT, "gemma3_attention: %lld work tiles of %d query rows exceed the limit %lld",
+    return detail::error(GK_STATUS_INVALID_ARGUMENT,
+                         "gemma3_attention: %lld work tiles of %d query rows exceed the limit %lld",
                          static_cast<long long>(p.tiles), p.block_m, static_cast<long long>(kMaxTiles));
   }
   p.grid = static_cast<int>(sm90 ? std::min<int64_t>(p.tiles, dev.sms) : p.tiles);

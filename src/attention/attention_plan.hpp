@@ -48,7 +48,8 @@ inline int64_t attention_tiles(const AttentionShape& s, int block_m, int tail_ro
 GK_INTERNAL_API AttentionShape attention_shape(const AttentionParams& p, int head_dim);
 
 // The plan for `s` on `dev`, with `ov`'s attention.* keys pinning choices where the pinned kernel can run.
-GK_INTERNAL_API Status plan_attention(const AttentionShape& s, const detail::DeviceInfo& dev, const detail::Overrides& ov,
+GK_INTERNAL_API Status plan_attention(const AttentionShape& s, const detail::DeviceInfo& dev,
+                                      const detail::Overrides& ov,
                       AttentionPlan* plan);
 // The plan's choices as override values (attention.kernel, .tail, .store, .softmax).
 GK_INTERNAL_API void record_attention_choices(const AttentionPlan& plan, detail::Overrides* chosen);

@@ -97,12 +97,14 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
     plan_splitk(c, dev.audio_tf32_clusters, dev.sms, tf32_scratch_floats(rows, c.hidden, c.num_heads), 1, ov, &p);
     // q's and k's CTAs read truncated, so where the activations arrive rounded v's CTAs may round their weights in
     // registers: the kernel then has no rounding warps. Its K-blocks go in pairs.
-    const bool wanted = ov.audio_v_weights == detail::kAuto ? (!kVRegistersNeedSplit || p.split > 1) : ov.audio_v_weights == 1;
+    const bool wanted =
+        ov.audio_v_weights == detail::kAuto ? (!kVRegistersNeedSplit || p.split > 1) : ov.audio_v_weights == 1;
     p.v_registers = wanted && p.activations_prepass && (c.hidden / kBK / p.split) % 2 == 0;
   } else if (p.path == AudioPath::kPersistentTf32) {
     const int resident = dev.head_gemm_clusters;
     const size_t sk_bytes = ov.audio_stream_k == 1 ? 0 : sk_scratch_bytes;
-    p.grid = head_gemm::plan_grid(static_cast<int>(units), static_cast<int>(c.hidden / Tiling::kBK), resident, sk_bytes);
+    const int k_blocks = static_cast<int>(c.hidden / Tiling::kBK);
+    p.grid = head_gemm::plan_grid(static_cast<int>(units), k_blocks, resident, sk_bytes);
     // By the shape alone, not by who rounds v's weights: the order decides which tiles stream-K cuts, hence the
     // bits, and a call gives the same bits whichever way they are rounded.
     const bool pays = head_gemm::prep_pays<Tiling>(shape, p.grid, resident);

@@ -26,7 +26,7 @@ struct AudioPlan {
   // Split-K kernels.
   int split = 1;                     // CTAs per cluster along K
   bool activations_prepass = false;  // the activations prepared into the workspace by a pass (else in shared memory)
-  bool v_registers = false;          // tf32: v's CTAs round their weights in registers (the kernel without rounding warps)
+  bool v_registers = false;          // tf32: v's CTAs round their weights in registers (no rounding warps)
   // The persistent kernel.
   head_gemm::GridPlan grid;          // clusters and the stream-K plan
   bool v_round_in_kernel = false;    // v's weights rounded by the kernel's idle producer warps (else a pass first)
@@ -53,7 +53,8 @@ GK_INTERNAL_API int64_t exact_scratch_floats(int64_t rows, int64_t hidden, int64
 // `capturing`: the stream is capturing a CUDA graph (the kernel's own v rounding hands slices over under the call's
 // epoch, which a replay repeats, so a pass rounds them there). `sk_scratch_bytes`: the workspace the persistent
 // kernel may use for stream-K's state and the v rounding's slots.
-GK_INTERNAL_API Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const detail::Overrides& ov, bool capturing,
+GK_INTERNAL_API Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const detail::Overrides& ov,
+                                  bool capturing,
                   size_t sk_scratch_bytes, AudioPlan* plan);
 
 }  // namespace gk::audio

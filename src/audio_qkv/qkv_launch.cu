@@ -69,7 +69,8 @@ Status launch_splitk(const QkvGemmParams& params, const float* hs_raw, const Aud
   const int split = plan.split;
   if (!splitk_supported(p.m, p.k_dim, p.heads) || (split != 1 && split != 2 && split != 4) ||
       (p.k_dim / Tr::kBK) % split != 0) {
-    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: M = %d, hidden %d, %d heads, K split %d outside the split-K kernel",
+    return detail::error(GK_STATUS_INTERNAL_ERROR,
+                         "%s: M = %d, hidden %d, %d heads, K split %d outside the split-K kernel",
                          kOp, p.m, p.k_dim, p.heads, split);
   }
   const int64_t m_tiles = (int64_t(p.m) + Tr::kBM - 1) / Tr::kBM;
@@ -135,7 +136,9 @@ Status query_audio_residency(detail::DeviceInfo* dev) {
 
 Status launch_qkv_tf32_splitk(const QkvGemmParams& params, const AudioPlan& plan, float* scratch,
                               int64_t scratch_floats, cudaStream_t stream) {
-  const auto round = [&](const float* a, float* dst, int64_t n) { return launch_round_tf32(&a, 1, dst, n, plan.sms, stream); };
+  const auto round = [&](const float* a, float* dst, int64_t n) {
+    return launch_round_tf32(&a, 1, dst, n, plan.sms, stream);
+  };
   QkvGemmParams p = params;
   p.qk_truncated = 1;  // the pass's rounded activations then serve v's CTAs only
   return launch_splitk_prepared<QkvGemmTraits, Tf32Kernel>(p, plan, scratch, scratch_floats, round, stream);
@@ -143,7 +146,9 @@ Status launch_qkv_tf32_splitk(const QkvGemmParams& params, const AudioPlan& plan
 
 Status launch_qkv_tf32x3_splitk(const QkvGemmParams& params, const AudioPlan& plan, float* scratch,
                                 int64_t scratch_floats, cudaStream_t stream) {
-  const auto parts = [&](const float* a, float* dst, int64_t n) { return launch_tf32x3_parts(a, dst, n, plan.sms, stream); };
+  const auto parts = [&](const float* a, float* dst, int64_t n) {
+    return launch_tf32x3_parts(a, dst, n, plan.sms, stream);
+  };
   return launch_splitk_prepared<Qkv3xTf32Traits, Tf32x3Kernel>(params, plan, scratch, scratch_floats, parts, stream);
 }
 
