@@ -54,7 +54,6 @@ GK_INTERNAL_API int64_t exact_scratch_floats(int64_t rows, int64_t hidden, int64
 // epoch, which a replay repeats, so a pass rounds them there). `sk_scratch_bytes`: the workspace the persistent
 // kernel may use for stream-K's state and the v rounding's slots.
 GK_INTERNAL_API Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const detail::Overrides& ov,
-                                  bool capturing,
-                  size_t sk_scratch_bytes, AudioPlan* plan);
+                                  bool capturing, size_t sk_scratch_bytes, AudioPlan* plan);
 
 }  // namespace gk::audio
