@@ -157,13 +157,10 @@ Status run_qkv_cublas(gk_handle_t handle, const Gemma3AttentionConfig& c, const 
   if (!qkv_one) GK_RETURN_IF_ERROR(proj("gemma3_attention: q projection", t.q_proj_weight.data, c.num_q_heads, q));
   bool kv_batched = !qkv_one && plan.kv_batched;
   if (kv_batched) {
-    const auto distance = static_cast<int64_t>(
-        (plan.v_first ? reinterpret_cast<uintptr_t>(t.k_proj_weight.data) - reinterpret_cast<uintptr_t>(t.v_proj_weight.data)
-                      : reinterpret_cast<uintptr_t>(t.v_proj_weight.data) - reinterpret_cast<uintptr_t>(t.k_proj_weight.data)) /
-        sizeof(bf16));
-    kv_batched = (plan.v_first ? proj("gemma3_attention: v|k projection", t.v_proj_weight.data, Hkv, v, 2, distance).ok()
-                               : proj("gemma3_attention: k|v projection", t.k_proj_weight.data, Hkv, k, 2, distance).ok()) ||
-                 fell_back();
+    const int64_t stride = plan.kv_batch_stride;
+    const Status st = plan.v_first ? proj("gemma3_attention: v|k projection", t.v_proj_weight.data, Hkv, v, 2, stride)
+                                   : proj("gemma3_attention: k|v projection", t.k_proj_weight.data, Hkv, k, 2, stride);
+    kv_batched = st.ok() || fell_back();
   }
   if (!qkv_one && !kv_batched) GK_RETURN_IF_ERROR(proj("gemma3_attention: k projection", t.k_proj_weight.data, Hkv, k));
 

@@ -42,11 +42,10 @@ Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& 
   const ProjGemmOperands qkv = qkv_operands(c, t, ws, p.v_first);
   const bool splitk_ok = D == kSplitkProjHeadDim && splitk_proj_supported(qkv);
   if (splitk_ok && ov.qkv != 1) {
-    const SplitkProjPlan sp = plan_splitk_proj(qkv, dev);
     const bool one_wave = rows <= kSplitkMaxRows && splitk_proj_tiles(qkv, 1) <= dev.sms;
     if (ov.qkv == 0 || one_wave) {
       p.qkv = QkvKernel::kSplitk;
-      p.splitk = sp;
+      p.splitk = plan_splitk_proj(qkv, dev);
     }
   }
   if (p.qkv == QkvKernel::kCublas) {
@@ -56,13 +55,15 @@ Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& 
     p.qkv_one_gemm = kv_batch_ok && first_kv == w_q + q_bytes && second_kv == first_kv + kv_bytes;
     const uintptr_t kv_distance = p.v_first ? w_k - w_v : w_v - w_k;
     p.kv_batched = kv_batch_ok && kv_distance > 0 && kv_distance < kMaxBatchDistance;
+    if (p.kv_batched) p.kv_batch_stride = static_cast<int64_t>(kv_distance / 2);  // bf16 elements
   }
 
   const bool splitk = p.qkv == QkvKernel::kSplitk;
   if (ov.o_prefetch == detail::kAuto) {
-    p.o_prefetch = rows > kPrefetchMaxRows ? OPrefetch::kNone : (splitk ? OPrefetch::kProjection : OPrefetch::kAttention);
+    p.o_prefetch = rows > kPrefetchMaxRows ? OPrefetch::kNone
+                                           : (splitk ? OPrefetch::kProjection : OPrefetch::kAttention);
   } else {
-    p.o_prefetch = ov.o_prefetch == 0 ? OPrefetch::kNone : (ov.o_prefetch == 1 ? OPrefetch::kAttention : OPrefetch::kProjection);
+    p.o_prefetch = static_cast<OPrefetch>(ov.o_prefetch);
     if (p.o_prefetch == OPrefetch::kProjection && !splitk) p.o_prefetch = OPrefetch::kNone;  // only that kernel asks
   }
 
@@ -71,7 +72,7 @@ Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& 
 
   p.chosen.qkv = splitk ? 0 : 1;
   p.chosen.kv_gemm = kv_batch_ok ? 0 : 1;
-  p.chosen.o_prefetch = static_cast<int8_t>(p.o_prefetch == OPrefetch::kNone ? 0 : (p.o_prefetch == OPrefetch::kAttention ? 1 : 2));
+  p.chosen.o_prefetch = static_cast<int8_t>(p.o_prefetch);
   record_attention_choices(p.attention, &p.chosen);
   *plan = p;
   return Status::Ok();

@@ -13,7 +13,8 @@
 namespace gk::gemma3 {
 
 enum class QkvKernel { kSplitk, kCublas };
-enum class OPrefetch { kNone, kAttention, kProjection };
+// The values are the o_prefetch override's (off, attention, projection).
+enum class OPrefetch : int8_t { kNone = 0, kAttention = 1, kProjection = 2 };
 
 struct LayerPlan {
   QkvKernel qkv = QkvKernel::kCublas;  // split-K kernel with norm and RoPE in its epilogue, or cuBLASLt + the pass
@@ -23,13 +24,14 @@ struct LayerPlan {
   bool v_first = false;
   bool qkv_one_gemm = false;  // cuBLASLt: [Wq; Wk; Wv] back to back: one GEMM over all of N
   bool kv_batched = false;    // cuBLASLt: k and v as one strided-batch GEMM (else two GEMMs, the pass beside v's)
+  int64_t kv_batch_stride = 0;  // kv_batched: elements from the lower of k's and v's weights to the other
   OPrefetch o_prefetch = OPrefetch::kNone;  // who asks L2 for W_o ahead of the O projection
   AttentionPlan attention;
   bool attention_programmatic = false;  // the attention launches behind a kernel that lets dependents start early
   detail::Overrides chosen;             // the choices above as override values (the plan's printable form)
 };
 
-GK_INTERNAL_API Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const detail::DeviceInfo& dev,
-                  const detail::Overrides& ov, LayerPlan* plan);
+GK_INTERNAL_API Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
+                                  const detail::DeviceInfo& dev, const detail::Overrides& ov, LayerPlan* plan);
 
 }  // namespace gk::gemma3

@@ -136,6 +136,7 @@ TEST(LayerPlanner, WeightLayoutDecidesTheGemmsAndTheColumnOrder) {
   EXPECT_TRUE(packed.plan().qkv_one_gemm);
   EXPECT_FALSE(packed.plan(pins("kv_gemm=separate")).qkv_one_gemm);
   EXPECT_TRUE(v_low.plan().v_first);
+  EXPECT_EQ(v_low.plan().kv_batch_stride, (int64_t(1) << 26) / 2);  // v's weights to k's, in bf16 elements
   EXPECT_FALSE(v_low.plan(pins("kv_gemm=separate")).v_first);
   EXPECT_FALSE(v_low.plan(pins("kv_gemm=separate")).kv_batched);
 }
