@@ -70,7 +70,7 @@ Status launch_heads(const ProjGemmOperands& o, int split, cudaStream_t stream) {
   p.l2_prefetch_bytes = o.l2_prefetch_bytes;
 
   const int64_t m_tiles = (o.m + Tr::kBM - 1) / Tr::kBM;
-  const int64_t n_tiles = splitk_proj_tiles(o, kHeads);
+  const int64_t n_tiles = end;  // every segment's tiles
   p.k_blocks = static_cast<int>(o.k / Tr::kBK);
   const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
   return split > 1 ? launch<kHeads, true>(p, maps, grid, stream) : launch<kHeads, false>(p, maps, grid, stream);
