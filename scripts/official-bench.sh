@@ -25,13 +25,20 @@ SKIP_HARNESS=0
 [ "${1:-}" = "--skip-harness" ] && SKIP_HARNESS=1
 mkdir -p "$OUT"
 
-# gk bench, kernel-only CUPTI timer and the official method, each suite in a process of its own.
+# gk bench, kernel-only CUPTI timer and the official method (with each workload's kernels and gaps as that method
+# attributes them), each suite in a process of its own. 047 also as the harness runs it: the causal mask passed as a
+# tensor (additive mode), the like-for-like comparison.
+bench() {  # bench NAME ARGS...
+  local name=$1; shift
+  "$BUILD/bin/gk" bench "$@" --rounds 1 --json "$OUT/gk-bench-$name.json" > "$OUT/gk-bench-$name.txt" 2>&1 ||
+    echo "gk bench $name failed (see $OUT/gk-bench-$name.txt)"
+}
 for s in 047 054; do
-  for timer in cupti official; do
-    "$BUILD/bin/gk" bench --suite $s --timer $timer --rounds 1 --json "$OUT/gk-bench-$s-$timer.json" \
-      > "$OUT/gk-bench-$s-$timer.txt" 2>&1 || echo "gk bench $s --timer $timer failed (see $OUT/gk-bench-$s-$timer.txt)"
-  done
+  bench $s-cupti --suite $s --timer cupti
+  bench $s-official --suite $s --timer official --breakdown
 done
+bench 047-additive-cupti --suite 047 --mask additive --timer cupti
+bench 047-additive-official --suite 047 --mask additive --timer official --breakdown
 
 if [ $SKIP_HARNESS -eq 0 ]; then
   SITE=$(mktemp -d)
@@ -56,12 +63,16 @@ python3 - "$OUT" << 'EOF'
 import json, sys, pathlib
 out = pathlib.Path(sys.argv[1])
 rows = []
+def times(name):
+    p = out / f"gk-bench-{name}.json"
+    if not p.exists():
+        return {}
+    return {(w["batch"], w["seq_len"]): w["time_us"] for w in json.loads(p.read_text())["suites"][0]["workloads"]}
 for s in ("047", "054"):
-    timers = {}
-    for t in ("cupti", "official"):
-        p = out / f"gk-bench-{s}-{t}.json"
-        if p.exists():
-            timers[t] = {(w["batch"], w["seq_len"]): w["time_us"] for w in json.loads(p.read_text())["suites"][0]["workloads"]}
+    # The harness runs 047 in additive mode: its like-for-like gk bench numbers are the additive ones.
+    mode = "-additive" if s == "047" else ""
+    timers = {t: times(f"{s}{mode}-{t}") for t in ("cupti", "official")}
+    causal = times(f"{s}-cupti") if s == "047" else {}
     harness = {}
     h = out / f"harness-{s}.jsonl"
     if h.exists():
@@ -75,12 +86,17 @@ for s in ("047", "054"):
             if lat is not None:
                 harness[key] = (1e3 * lat, ev.get("status"))
     keys = sorted(set().union(*[set(v) for v in timers.values()] + [set(harness)]), key=lambda k: (k[0] or 0) * (k[1] or 0))
+    f = lambda v: f"{v:9.1f}" if v is not None else "        -"
     for k in keys:
-        c, o = timers.get("cupti", {}).get(k), timers.get("official", {}).get(k)
+        c, o = timers["cupti"].get(k), timers["official"].get(k)
         hv, st = harness.get(k, (None, None))
-        f = lambda v: f"{v:9.1f}" if v is not None else "        -"
         ratio = f"{hv / c:6.2f}" if hv and c else "     -"
-        rows.append(f"{s}  B={k[0]} S={k[1]:<6} kernel-only {f(c)}  official-method {f(o)}  harness {f(hv)} {st or ''}  harness/kernel-only {ratio}")
+        extra = f"  causal kernel-only {f(causal.get(k))}" if s == "047" else ""
+        rows.append(f"{s}{mode} B={k[0]} S={k[1]:<6} kernel-only {f(c)}  official-method {f(o)}  harness {f(hv)} "
+                    f"{st or ''}  harness/kernel-only {ratio}{extra}")
+    mean = lambda d: sum(d.values()) / len(d) if d else None
+    rows.append(f"{s}{mode} mean: kernel-only {f(mean(timers['cupti']))}  official-method {f(mean(timers['official']))}  "
+                f"harness {f(mean({k: v[0] for k, v in harness.items()}))}")
 text = "\n".join(rows)
 (out / "table.txt").write_text(text + "\n")
 print(text)

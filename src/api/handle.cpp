@@ -10,6 +10,7 @@
 
 #include "common/cuda_check.hpp"
 #include "common/workspace.hpp"
+#include "attention/attention.hpp"
 #include "audio_qkv/launchers.hpp"
 #include "projection/projection.hpp"
 
@@ -37,8 +38,10 @@ Status create_handle(gk_handle_t* out) {
   GK_RETURN_IF_ERROR(h->gemm.init());
   GK_RETURN_IF_ERROR(h->side.init());
   GK_RETURN_IF_ERROR(sm_count("gk_handle_create", &h->device_info.sms));
-  GK_RETURN_IF_ERROR(gemma3::query_splitk_proj_residency(&h->device_info));
-  GK_RETURN_IF_ERROR(audio::query_audio_residency(&h->device_info));
+  // Every kernel's shared-memory opt-in is set here, once, so that no call makes that driver call between launches.
+  GK_RETURN_IF_ERROR(gemma3::prepare_splitk_proj_kernels(&h->device_info));
+  GK_RETURN_IF_ERROR(gemma3::prepare_attention_kernels());
+  GK_RETURN_IF_ERROR(audio::prepare_audio_kernels(&h->device_info));
   // Distinct across handles and processes; random_device may throw where it has no source, and the clock and the
   // handle's address still differ then.
   uint64_t seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) * 0x9e3779b97f4a7c15ull ^

@@ -4,23 +4,34 @@
 #include <cuda_runtime_api.h>
 
 #include "attention/params.hpp"
+#include "common/kernel_launch.hpp"
 #include "gk/gk.hpp"
 
 namespace gk::gemma3 {
 
 struct AttentionPlan;  // attention_plan.hpp
-// Runs the plan's kernel. Additive mode needs p.mask_scratch of mask_tile_scratch_bytes(batch, seq_len) for the
-// per-call tile lists. `programmatic`: the kernel before it in `stream` is the split-K q|k|v kernel or the norm/RoPE
-// pass, which let their dependents launch early (device::launch_dependents); the attention's CTAs then start on the
-// SMs that kernel leaves free, set up, and wait for it (device::grid_dependency_wait) before reading anything. In
-// additive mode the mask classification and the tile lists run in between, each programmatic behind the kernel
-// before it.
-Status launch_attention(AttentionParams p, int head_dim, const AttentionPlan& plan, bool programmatic,
-                        cudaStream_t stream);
+
+// The attention step's launches, prepared before the call's first launch: in additive mode the mask classification
+// and the tile lists, then the plan's kernel.
+struct AttentionLaunches {
+  detail::KernelLaunch classify, list, kernel;
+  // `programmatic`: the kernel before them in `stream` is the split-K q|k|v kernel or the norm/RoPE pass, which let
+  // their dependents launch early (device::launch_dependents); the attention's CTAs then start on the SMs that
+  // kernel leaves free, set up, and wait for it (device::grid_dependency_wait) before reading anything. In additive
+  // mode the classification and the lists run in between, each programmatic behind the kernel before it (the
+  // classification beside the end of the one before: mask_tiles.cu).
+  Status issue(const char* op, bool programmatic, cudaStream_t stream);
+};
+
+// Encodes the tensor maps and fills the parameters of the plan's launches. Additive mode needs p.mask_scratch of
+// mask_tile_scratch_bytes(batch, seq_len) for the per-call tile lists.
+Status prepare_attention(AttentionParams p, int head_dim, const AttentionPlan& plan, AttentionLaunches* out);
 size_t mask_tile_scratch_bytes(int64_t batch, int64_t seq_len);
-// Fills p->tiles for a kernel of block_m-row query blocks and block_n-key tiles (64 or 128 each). `programmatic`: as
-// launch_attention's; the classification then runs beside the end of the kernel before it (mask_tiles.cu).
-Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, bool programmatic, cudaStream_t stream,
-                        bool mark_bounded = false);
+// The classification and list launches that fill p->tiles for a kernel of block_m-row query blocks and block_n-key
+// tiles (64 or 128 each); p->tiles is set to the lists' place.
+Status prepare_mask_tiles(AttentionParams* p, int block_m, int block_n, bool mark_bounded,
+                          detail::KernelLaunch* classify, detail::KernelLaunch* list);
+// The kernels' shared-memory opt-ins, once per device (at handle creation).
+Status prepare_attention_kernels();
 
 }  // namespace gk::gemma3

@@ -11,8 +11,9 @@
 #include "attention/attention_sm80.cuh"
 #include "attention/attention_sm90.cuh"
 #include "attention/tail_packing.hpp"
-#include "common/cluster_launch.hpp"
 #include "common/cuda_check.hpp"
+#include "common/device_props.hpp"
+#include "common/kernel_launch.hpp"
 #include "common/tensor_map.hpp"
 
 namespace gk::gemma3 {
@@ -35,14 +36,14 @@ void apply_grid(const AttentionPlan& plan, AttentionParams* p) {
 }
 
 template <class Tr, bool kSoftcap, MaskMode kMask>
-Status launch_sm80(AttentionParams p, const AttentionPlan& plan, bool programmatic, cudaStream_t stream) {
+Status prepare_sm80(AttentionParams p, const AttentionPlan& plan, AttentionLaunches* out) {
   apply_grid(plan, &p);
   if (kMask == MaskMode::kAdditive) {
-    GK_RETURN_IF_ERROR(build_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, programmatic, stream));
+    GK_RETURN_IF_ERROR(prepare_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, false, &out->classify, &out->list));
   }
-  return detail::launch_z_clusters(kOp, "attention sm80 kernel launch", attention_fwd_kernel<Tr, kSoftcap, kMask>,
-                                   dim3(static_cast<unsigned>(plan.grid)), Tr::kThreads, Tr::kSmemBytes,
-                                   /*cluster=*/false, programmatic, stream, p);
+  out->kernel = detail::KernelLaunch("attention sm80 kernel launch", attention_fwd_kernel<Tr, kSoftcap, kMask>,
+                                     {dim3(static_cast<unsigned>(plan.grid)), Tr::kThreads, Tr::kSmemBytes}, p);
+  return Status::Ok();
 }
 
 // The packed q|k|v buffer as a 3-D tensor [B][S][width] (bf16) in 64-column x `box_rows`-row boxes with the
@@ -54,8 +55,17 @@ Status encode_qkv_map(const AttentionParams& p, uint32_t box_rows, CUtensorMap* 
   return detail::encode_tiled_map(kOp, map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, p.q, dims, strides, box);
 }
 
+// The sm90 kernel of a variant (the fixed-reference softmax only with softcap).
 template <bool kSoftcap, MaskMode kMask>
-Status launch_sm90(AttentionParams p, const AttentionPlan& plan, bool programmatic, cudaStream_t stream) {
+auto sm90_kernel(bool fixed_softmax) {
+  if constexpr (kSoftcap) {
+    if (fixed_softmax) return attention_sm90_kernel<kSoftcap, kMask, true>;
+  }
+  return attention_sm90_kernel<kSoftcap, kMask, false>;
+}
+
+template <bool kSoftcap, MaskMode kMask>
+Status prepare_sm90(AttentionParams p, const AttentionPlan& plan, AttentionLaunches* out) {
   using Tr = Sm90Traits;
   apply_grid(plan, &p);
   const Sm90Columns cols{static_cast<int>(p.k - p.q), static_cast<int>(p.v - p.q), plan.o_tma};
@@ -71,51 +81,78 @@ Status launch_sm90(AttentionParams p, const AttentionPlan& plan, bool programmat
   }
   tail_map = map;
   if (p.tail_rows > 0) GK_RETURN_IF_ERROR(encode_qkv_map(p, static_cast<uint32_t>(p.tail_rows), &tail_map));
-  auto kernel = attention_sm90_kernel<kSoftcap, kMask, false>;
-  if constexpr (kSoftcap) {
-    if (plan.fixed_softmax) kernel = attention_sm90_kernel<kSoftcap, kMask, true>;
-  }
   if (kMask == MaskMode::kAdditive) {
     // Only the fixed form reads the bounded-block flag, so only its lists carry it (docs/perf-log.md v21).
-    GK_RETURN_IF_ERROR(
-        build_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, programmatic, stream, /*mark_bounded=*/plan.fixed_softmax));
+    GK_RETURN_IF_ERROR(prepare_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, /*mark_bounded=*/plan.fixed_softmax,
+                                          &out->classify, &out->list));
   }
-  return detail::launch_z_clusters(kOp, "attention sm90 kernel launch", kernel, dim3(static_cast<unsigned>(plan.grid)),
-                                   Tr::kThreads, Tr::kSmemBytes, /*cluster=*/false, programmatic, stream, map, tail_map,
-                                   out_map, p, cols);
+  out->kernel = detail::KernelLaunch("attention sm90 kernel launch", sm90_kernel<kSoftcap, kMask>(plan.fixed_softmax),
+                                     {dim3(static_cast<unsigned>(plan.grid)), Tr::kThreads, Tr::kSmemBytes}, map,
+                                     tail_map, out_map, p, cols);
+  return Status::Ok();
 }
 
 template <bool kSoftcap, MaskMode kMask>
-Status launch_variant(const AttentionParams& p, const AttentionPlan& plan, bool programmatic, cudaStream_t stream) {
-  if (plan.kernel == AttentionKernel::kSm90) return launch_sm90<kSoftcap, kMask>(p, plan, programmatic, stream);
-  return launch_sm80<Sm80Traits128, kSoftcap, kMask>(p, plan, programmatic, stream);
+Status prepare_variant(const AttentionParams& p, const AttentionPlan& plan, AttentionLaunches* out) {
+  if (plan.kernel == AttentionKernel::kSm90) return prepare_sm90<kSoftcap, kMask>(p, plan, out);
+  return prepare_sm80<Sm80Traits128, kSoftcap, kMask>(p, plan, out);
 }
 
 template <bool kSoftcap>
-Status launch_mask(const AttentionParams& p, const AttentionPlan& plan, bool programmatic, cudaStream_t stream) {
+Status prepare_mask(const AttentionParams& p, const AttentionPlan& plan, AttentionLaunches* out) {
   switch (p.mask_mode) {
     case MaskMode::kCausal:
-      return launch_variant<kSoftcap, MaskMode::kCausal>(p, plan, programmatic, stream);
+      return prepare_variant<kSoftcap, MaskMode::kCausal>(p, plan, out);
     case MaskMode::kAdditive:
-      return launch_variant<kSoftcap, MaskMode::kAdditive>(p, plan, programmatic, stream);
+      return prepare_variant<kSoftcap, MaskMode::kAdditive>(p, plan, out);
     case MaskMode::kNone:
-      return launch_variant<kSoftcap, MaskMode::kNone>(p, plan, programmatic, stream);
+      return prepare_variant<kSoftcap, MaskMode::kNone>(p, plan, out);
   }
   return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: unknown mask mode %d", kOp, static_cast<int>(p.mask_mode));
 }
 
+// Every instantiation a plan can pick, for the opt-ins.
+template <bool kSoftcap, MaskMode kMask>
+Status opt_in_variant() {
+  const auto opt_in = [](const void* kernel, size_t bytes) { return detail::set_smem_opt_in(kOp, kernel, bytes); };
+  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(sm90_kernel<kSoftcap, kMask>(false)), Sm90Traits::kSmemBytes));
+  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(sm90_kernel<kSoftcap, kMask>(true)), Sm90Traits::kSmemBytes));
+  return opt_in(reinterpret_cast<const void*>(attention_fwd_kernel<Sm80Traits128, kSoftcap, kMask>),
+                Sm80Traits128::kSmemBytes);
+}
+
+template <bool kSoftcap>
+Status opt_in_softcap() {
+  GK_RETURN_IF_ERROR((opt_in_variant<kSoftcap, MaskMode::kCausal>()));
+  GK_RETURN_IF_ERROR((opt_in_variant<kSoftcap, MaskMode::kAdditive>()));
+  return opt_in_variant<kSoftcap, MaskMode::kNone>();
+}
+
 }  // namespace
 
-Status launch_attention(AttentionParams p, int head_dim, const AttentionPlan& plan, bool programmatic,
-                        cudaStream_t stream) {
+Status prepare_attention_kernels() {
+  GK_RETURN_IF_ERROR(opt_in_softcap<true>());
+  return opt_in_softcap<false>();
+}
+
+Status AttentionLaunches::issue(const char* op, bool programmatic, cudaStream_t stream) {
+  for (detail::KernelLaunch* l : {&classify, &list, &kernel}) {
+    if (l->empty()) continue;
+    l->set_programmatic(programmatic);
+    GK_RETURN_IF_ERROR(l->issue(op, stream));
+  }
+  return Status::Ok();
+}
+
+Status prepare_attention(AttentionParams p, int head_dim, const AttentionPlan& plan, AttentionLaunches* out) {
   if (head_dim != Sm90Traits::kHeadDim || head_dim != Sm80Traits128::kHeadDim) {
     return detail::error(GK_STATUS_NOT_SUPPORTED, "%s: no attention kernel for head_dim %d", kOp, head_dim);
   }
   // A column pair of the mask loads as one 4-byte word when no pair can straddle a row end or a word boundary.
   p.mask_pairs = p.mask_mode == MaskMode::kAdditive && p.seq_len % 2 == 0 && p.mask_row_stride % 2 == 0 &&
                  p.mask_batch_stride % 2 == 0 && reinterpret_cast<uintptr_t>(p.mask) % 4 == 0;
-  return p.softcap ? launch_mask<true>(p, plan, programmatic, stream)
-                   : launch_mask<false>(p, plan, programmatic, stream);
+  *out = AttentionLaunches{};
+  return p.softcap ? prepare_mask<true>(p, plan, out) : prepare_mask<false>(p, plan, out);
 }
 
 }  // namespace gk::gemma3

@@ -20,7 +20,7 @@
 
 #include <cfloat>
 
-#include "common/cluster_launch.hpp"
+#include "common/kernel_launch.hpp"
 #include "common/cuda_check.hpp"
 #include "common/device/sm90_primitives.cuh"
 #include "common/workspace.hpp"
@@ -288,8 +288,8 @@ __global__ void __launch_bounds__(128) list_kernel(const ListParams p) {
 
 size_t mask_tile_scratch_bytes(int64_t batch, int64_t seq_len) { return carve(nullptr, batch, seq_len).bytes; }
 
-Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, bool programmatic, cudaStream_t stream,
-                        bool mark_bounded) {
+Status prepare_mask_tiles(AttentionParams* p, int block_m, int block_n, bool mark_bounded,
+                          detail::KernelLaunch* classify, detail::KernelLaunch* list) {
   if (block_m <= 0 || block_n <= 0 || block_m % kPart != 0 || block_n % kPart != 0 || block_m > 2 * kPart ||
       block_n > 2 * kPart) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: no mask tile lists for %d x %d tiles", kOp, block_m, block_n);
@@ -318,10 +318,9 @@ Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, bool progr
   cp.bits = s.bits;
   // groups * batch <= (S / 256 + 1) * batch, far below 2^31 under the layer's batch * S < 2^31.
   const dim3 grid(static_cast<unsigned>(cp.groups * int64_t(p->batch)), static_cast<unsigned>(parts));
-  // The condition under which the kernels load mask pairs as words (launch_attention sets it) is this one's too.
-  GK_RETURN_IF_ERROR(detail::launch_z_clusters(kOp, "mask classification launch",
-                                                p->mask_pairs ? classify_kernel<true> : classify_kernel<false>, grid,
-                                                256, 0, /*cluster=*/false, programmatic, stream, cp));
+  // The condition under which the kernels load mask pairs as words (prepare_attention sets it) is this one's too.
+  *classify = detail::KernelLaunch("mask classification launch",
+                                    p->mask_pairs ? classify_kernel<true> : classify_kernel<false>, {grid, 256}, cp);
 
   ListParams lp{};
   lp.cls = s.cls;
@@ -338,12 +337,10 @@ Status build_mask_tiles(AttentionParams* p, int block_m, int block_n, bool progr
   if (mark_bounded && (sub_m != 2 || sub_n != 2)) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: bounded-block flags only for 128 x 128 tiles", kOp);
   }
-  const auto list = mark_bounded ? list_kernel<2, 2, true>
-                    : sub_m == 1 ? (sub_n == 1 ? list_kernel<1, 1, false> : list_kernel<1, 2, false>)
-                                 : (sub_n == 1 ? list_kernel<2, 1, false> : list_kernel<2, 2, false>);
-  GK_RETURN_IF_ERROR(detail::launch_z_clusters(kOp, "mask tile list launch", list,
-                                                dim3(static_cast<unsigned>((warps + 3) / 4)), 128, 0,
-                                                /*cluster=*/false, programmatic, stream, lp));
+  const auto kernel = mark_bounded ? list_kernel<2, 2, true>
+                      : sub_m == 1 ? (sub_n == 1 ? list_kernel<1, 1, false> : list_kernel<1, 2, false>)
+                                   : (sub_n == 1 ? list_kernel<2, 1, false> : list_kernel<2, 2, false>);
+  *list = detail::KernelLaunch("mask tile list launch", kernel, {dim3(static_cast<unsigned>((warps + 3) / 4)), 128}, lp);
   p->tiles = lp.out;
   return Status::Ok();
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "common/device_props.hpp"
+#include "common/kernel_launch.hpp"
 #include "gk/gk.hpp"
 
 namespace gk::audio {
@@ -13,8 +14,9 @@ namespace gk::audio {
 struct QkvGemmParams;
 struct AudioPlan;
 
-// The split-K kernels' and the persistent kernel's cluster residency into the device description (at handle creation).
-Status query_audio_residency(detail::DeviceInfo* dev);
+// The kernels' shared-memory opt-ins, and the split-K kernels' and the persistent kernel's cluster residency into the
+// device description (at handle creation).
+Status prepare_audio_kernels(detail::DeviceInfo* dev);
 
 // The split-K tf32 kernel (qkv_tf32_splitk_sm90.cuh): q|k|v on tensor cores, v's inputs rounded to nearest and q's and
 // k's read truncated, q and k normalized in the epilogue. With plan.activations_prepass the activations are rounded
@@ -33,13 +35,14 @@ Status launch_qkv_tf32x3_splitk(const QkvGemmParams& params, const AudioPlan& pl
 Status launch_qkv_tf32_persistent(const QkvGemmParams& params, const AudioPlan& plan, float* rounded_wv,
                                   void* sk_scratch, size_t sk_scratch_bytes, uint64_t epoch, cudaStream_t stream);
 
-// dst[i * elems_each + j] = src[i][j] rounded to tf32 for the tensor cores (device::round_tf32_for_mma), i < count
-// (1..3); the launch that reads dst may be a programmatic dependent. `sms` sizes the grid (plan.sms).
-Status launch_round_tf32(const float* const* src, int count, float* dst, int64_t elems_each, int sms,
-                         cudaStream_t stream);
+// The passes' launches. dst[i * elems_each + j] = src[i][j] rounded to tf32 for the tensor cores
+// (device::round_tf32_for_mma), i < count (1..3); the launch that reads dst may be a programmatic dependent. `sms`
+// sizes the grid (plan.sms).
+Status prepare_round_tf32(const float* const* src, int count, float* dst, int64_t elems_each, int sms,
+                          detail::KernelLaunch* out);
 // dst[0 .. elems) = the big tf32 parts of src, dst[elems .. 2 elems) = the small parts (the 3xTF32 operand parts);
 // the launch that reads dst may be a programmatic dependent.
-Status launch_tf32x3_parts(const float* src, float* dst, int64_t elems, int sms, cudaStream_t stream);
+Status prepare_tf32x3_parts(const float* src, float* dst, int64_t elems, int sms, detail::KernelLaunch* out);
 
 // In place on x[rows, heads*128]: each head -> x / sqrt(mean(x^2) + eps) * w. (The operator runs one launch for
 // q and one for k, each beside the next projection GEMM.)

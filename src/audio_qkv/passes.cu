@@ -93,8 +93,8 @@ struct Tf32x3Parts {
 };
 
 template <class Op>
-Status launch_float4_pass(const char* what, const float* const* src, int count, float* dst, int64_t elems_each,
-                          int sms, cudaStream_t stream) {
+Status prepare_float4_pass(const char* what, const float* const* src, int count, float* dst, int64_t elems_each,
+                           int sms, detail::KernelLaunch* out) {
   if (elems_each % 4 != 0 || count < 1 || count > 3) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: %s of %d x %lld elements (whole float4s, 1-3 tensors)", kOp,
                          what, count, static_cast<long long>(elems_each));
@@ -104,20 +104,21 @@ Status launch_float4_pass(const char* what, const float* const* src, int count, 
   const int64_t blocks =
       std::max<int64_t>(1, std::min<int64_t>((vec + kPassSpan - 1) / kPassSpan, int64_t(sms) * 8 / count));
   const auto v = [&](int i) { return reinterpret_cast<const float4*>(src[i < count ? i : 0]); };
-  float4_pass_kernel<Op><<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(count)), kPassThreads, 0,
-                           stream>>>(v(0), v(1), v(2), reinterpret_cast<float4*>(dst), vec);
-  return detail::check_launch(kOp, what);
+  *out = detail::KernelLaunch(what, float4_pass_kernel<Op>,
+                              {dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(count)), kPassThreads}, v(0),
+                              v(1), v(2), reinterpret_cast<float4*>(dst), vec);
+  return Status::Ok();
 }
 
 }  // namespace
 
-Status launch_round_tf32(const float* const* src, int count, float* dst, int64_t elems_each, int sms,
-                         cudaStream_t stream) {
-  return launch_float4_pass<RoundTf32>("tf32 rounding", src, count, dst, elems_each, sms, stream);
+Status prepare_round_tf32(const float* const* src, int count, float* dst, int64_t elems_each, int sms,
+                          detail::KernelLaunch* out) {
+  return prepare_float4_pass<RoundTf32>("tf32 rounding launch", src, count, dst, elems_each, sms, out);
 }
 
-Status launch_tf32x3_parts(const float* src, float* dst, int64_t elems, int sms, cudaStream_t stream) {
-  return launch_float4_pass<Tf32x3Parts>("3xTF32 parts", &src, 1, dst, elems, sms, stream);
+Status prepare_tf32x3_parts(const float* src, float* dst, int64_t elems, int sms, detail::KernelLaunch* out) {
+  return prepare_float4_pass<Tf32x3Parts>("3xTF32 parts launch", &src, 1, dst, elems, sms, out);
 }
 
 Status launch_head_rmsnorm(float* x, const float* w, int64_t rows, int heads, int head_dim, float eps,
@@ -130,9 +131,8 @@ Status launch_head_rmsnorm(float* x, const float* w, int64_t rows, int heads, in
     return detail::error(GK_STATUS_INVALID_ARGUMENT, "%s: %lld token-heads exceed the norm grid", kOp,
                          static_cast<long long>(rows * heads));
   }
-  head_rmsnorm_d128_kernel<<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, 0, stream>>>(x, w, rows, heads,
-                                                                                              eps);
-  return detail::check_launch(kOp, "RMSNorm kernel launch");
+  return detail::launch_now(kOp, "RMSNorm kernel launch", head_rmsnorm_d128_kernel,
+                            {dim3(static_cast<unsigned>(blocks)), kWarpsPerBlock * 32}, stream, x, w, rows, heads, eps);
 }
 
 }  // namespace gk::audio

@@ -9,8 +9,8 @@
 #include "audio_qkv/qkv_head_epilogue.cuh"
 #include "audio_qkv/qkv_tf32_splitk_sm90.cuh"
 #include "audio_qkv/qkv_tf32x3_splitk_sm90.cuh"
-#include "common/cluster_launch.hpp"
 #include "common/cuda_check.hpp"
+#include "common/kernel_launch.hpp"
 #include "common/tensor_map.hpp"
 #include "projection/head_gemm/head_gemm_launch.cuh"
 
@@ -61,8 +61,8 @@ struct Tf32x3Kernel : RawActivations<false> {
 // K split; they differ in threads, shared memory and how long a K-block takes. `hs_raw`: the caller's activations
 // (params.hidden may point at a prepared copy).
 template <class Tr, template <bool> class Kernel>
-Status launch_splitk(const QkvGemmParams& params, const float* hs_raw, const AudioPlan& plan, bool programmatic,
-                     cudaStream_t stream) {
+Status prepare_splitk(const QkvGemmParams& params, const float* hs_raw, const AudioPlan& plan, bool programmatic,
+                      detail::KernelLaunch* out) {
   static_assert(Tr::kBM == QkvGemmTraits::kBM && Tr::kBN == QkvGemmTraits::kBN && Tr::kBK == QkvGemmTraits::kBK,
                 "one tile shape for both kernels");
   QkvGemmParams p = params;
@@ -82,12 +82,14 @@ Status launch_splitk(const QkvGemmParams& params, const float* hs_raw, const Aud
   // parts rather than zeros; their rows are independent of the stored ones and never stored).
   GK_RETURN_IF_ERROR(encode_maps(p, hs_raw, uint64_t(p.m) * (p.a_prepared ? Tr::kAParts : 1), &maps));
   const auto go = [&](auto kernel, bool cluster, int threads) {
-    const auto launch = [&](const auto&... maps_in_order) {
-      return detail::launch_z_clusters(kOp, "split-K QKV kernel launch", kernel, grid, threads, Tr::kSmemBytes,
-                                       cluster, programmatic, stream, maps_in_order..., p);
-    };
-    if constexpr (Kernel<true>::kReadsRawActivations) return launch(maps.hs, maps.hs_raw, maps.wq, maps.wk, maps.wv);
-    else return launch(maps.hs, maps.wq, maps.wk, maps.wv);
+    const detail::LaunchShape shape{grid, threads, Tr::kSmemBytes, cluster, programmatic};
+    const char* what = "split-K QKV kernel launch";
+    if constexpr (Kernel<true>::kReadsRawActivations) {
+      *out = detail::KernelLaunch(what, kernel, shape, maps.hs, maps.hs_raw, maps.wq, maps.wk, maps.wv, p);
+    } else {
+      *out = detail::KernelLaunch(what, kernel, shape, maps.hs, maps.wq, maps.wk, maps.wv, p);
+    }
+    return Status::Ok();
   };
   if constexpr (std::is_same_v<Tr, QkvGemmTraits>) {
     if (plan.v_registers) {  // the kernel without rounding warps (the planner checked its preconditions)
@@ -102,27 +104,40 @@ Status launch_splitk(const QkvGemmParams& params, const float* hs_raw, const Aud
   return split > 1 ? go(Kernel<true>::get(), true, Tr::kThreads) : go(Kernel<false>::get(), false, Tr::kThreads);
 }
 
-// The split-K kernel with its activations first prepared into `scratch` by `prepare(hidden, scratch, M * K)` (the
-// kernel then launches as the pass's programmatic dependent and prepares only the weight tile), or both operands
-// prepared in shared memory.
+// The split-K kernel with its activations first prepared into `scratch` by the launch `prepare(hidden, scratch,
+// M * K, &launch)` makes (the kernel then launches as the pass's programmatic dependent and prepares only the weight
+// tile), or both operands prepared in shared memory. Both launches are made before either is issued.
 template <class Tr, template <bool> class Kernel, class Prepare>
 Status launch_splitk_prepared(const QkvGemmParams& params, const AudioPlan& plan, float* scratch,
                               int64_t scratch_floats, const Prepare& prepare, cudaStream_t stream) {
   const int64_t a_floats = int64_t(params.m) * params.k_dim;
-  if (!plan.activations_prepass) return launch_splitk<Tr, Kernel>(params, params.hidden, plan, false, stream);
+  detail::KernelLaunch pass, gemm;
+  if (!plan.activations_prepass) {
+    GK_RETURN_IF_ERROR((prepare_splitk<Tr, Kernel>(params, params.hidden, plan, false, &gemm)));
+    return gemm.issue(kOp, stream);
+  }
   if (Tr::kAParts * a_floats > scratch_floats) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: prepared activations past the workspace", kOp);
   }
-  GK_RETURN_IF_ERROR(prepare(params.hidden, scratch, a_floats));
   QkvGemmParams p = params;
   p.hidden = scratch;
   p.a_prepared = 1;
-  return launch_splitk<Tr, Kernel>(p, params.hidden, plan, /*programmatic=*/true, stream);
+  GK_RETURN_IF_ERROR((prepare_splitk<Tr, Kernel>(p, params.hidden, plan, /*programmatic=*/true, &gemm)));
+  GK_RETURN_IF_ERROR(prepare(params.hidden, scratch, a_floats, &pass));
+  GK_RETURN_IF_ERROR(pass.issue(kOp, stream));
+  return gemm.issue(kOp, stream);
 }
 
 }  // namespace
 
-Status query_audio_residency(detail::DeviceInfo* dev) {
+Status prepare_audio_kernels(detail::DeviceInfo* dev) {
+  // The forms without a K split and the tf32 kernel without rounding warps (the others get theirs from the
+  // residency queries).
+  const auto opt_in = [](const void* kernel, size_t bytes) { return detail::set_smem_opt_in(kOp, kernel, bytes); };
+  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(Tf32Kernel<false>::get()), QkvGemmTraits::kSmemBytes));
+  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_gemm_kernel<true, false>), QkvGemmTraits::kSmemBytes));
+  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_gemm_kernel<false, false>), QkvGemmTraits::kSmemBytes));
+  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(Tf32x3Kernel<false>::get()), Qkv3xTf32Traits::kSmemBytes));
   for (int s = 2; s <= 4; s += 2) {
     GK_RETURN_IF_ERROR(detail::max_active_clusters(kOp, reinterpret_cast<const void*>(Tf32Kernel<true>::get()),
                                                    QkvGemmTraits::kThreads, QkvGemmTraits::kSmemBytes, s,
@@ -136,8 +151,8 @@ Status query_audio_residency(detail::DeviceInfo* dev) {
 
 Status launch_qkv_tf32_splitk(const QkvGemmParams& params, const AudioPlan& plan, float* scratch,
                               int64_t scratch_floats, cudaStream_t stream) {
-  const auto round = [&](const float* a, float* dst, int64_t n) {
-    return launch_round_tf32(&a, 1, dst, n, plan.sms, stream);
+  const auto round = [&](const float* a, float* dst, int64_t n, detail::KernelLaunch* out) {
+    return prepare_round_tf32(&a, 1, dst, n, plan.sms, out);
   };
   QkvGemmParams p = params;
   p.qk_truncated = 1;  // the pass's rounded activations then serve v's CTAs only
@@ -146,8 +161,8 @@ Status launch_qkv_tf32_splitk(const QkvGemmParams& params, const AudioPlan& plan
 
 Status launch_qkv_tf32x3_splitk(const QkvGemmParams& params, const AudioPlan& plan, float* scratch,
                                 int64_t scratch_floats, cudaStream_t stream) {
-  const auto parts = [&](const float* a, float* dst, int64_t n) {
-    return launch_tf32x3_parts(a, dst, n, plan.sms, stream);
+  const auto parts = [&](const float* a, float* dst, int64_t n, detail::KernelLaunch* out) {
+    return prepare_tf32x3_parts(a, dst, n, plan.sms, out);
   };
   return launch_splitk_prepared<Qkv3xTf32Traits, Tf32x3Kernel>(params, plan, scratch, scratch_floats, parts, stream);
 }
@@ -177,17 +192,20 @@ Status launch_qkv_tf32_persistent(const QkvGemmParams& p, const AudioPlan& plan,
     o.sk_epoch = epoch;
   }
   o.lag_last_segment = plan.lag_last_segment;
+  detail::KernelLaunch pass, gemm;
   if (!plan.v_round_in_kernel) {
     GK_RETURN_IF_ERROR(
-        launch_round_tf32(&p.wv, 1, rounded_wv, int64_t(p.heads) * QkvGemmTraits::kBN * p.k_dim, plan.sms, stream));
+        prepare_round_tf32(&p.wv, 1, rounded_wv, int64_t(p.heads) * QkvGemmTraits::kBN * p.k_dim, plan.sms, &pass));
   } else {
     o.prep_seg = 2;
     o.prep_src = p.wv;
     o.prep_slots = head_gemm::prep_slots_in(sk_scratch, sk_scratch_bytes);
     o.prep_epoch = epoch;
   }
-  return head_gemm::launch<HeadCfg, HeadQkvEpilogue>(kOp, o, plan.grid, ep, stream,
-                                                     /*after_pdl_producer=*/!plan.v_round_in_kernel);
+  GK_RETURN_IF_ERROR((head_gemm::prepare<HeadCfg, HeadQkvEpilogue>(kOp, o, plan.grid, ep,
+                                                                  /*after_pdl_producer=*/!pass.empty(), &gemm)));
+  if (!pass.empty()) GK_RETURN_IF_ERROR(pass.issue(kOp, stream));
+  return gemm.issue(kOp, stream);
 }
 
 }  // namespace gk::audio

@@ -13,9 +13,4 @@ inline Status cuda_status(cudaError_t err, const char* op, const char* what) {
                cudaGetErrorString(err));
 }
 
-// After a kernel launch: reports launch-configuration errors without synchronizing.
-inline Status check_launch(const char* op, const char* kernel) {
-  return cuda_status(cudaGetLastError(), op, kernel);
-}
-
 }  // namespace gk::detail

@@ -13,11 +13,15 @@ Status sm_count(const char* op, int* count) {
                      "cudaDeviceGetAttribute(multiProcessorCount)");
 }
 
+Status set_smem_opt_in(const char* op, const void* kernel, size_t smem_bytes) {
+  return cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(smem_bytes)),
+                     op, "cudaFuncSetAttribute(dynamic shared memory)");
+}
+
 Status max_active_clusters(const char* op, const void* kernel, int threads, size_t smem_bytes, int cluster_size,
                            int* clusters) {
-  GK_RETURN_IF_ERROR(cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                      static_cast<int>(smem_bytes)),
-                                 op, "cudaFuncSetAttribute(dynamic shared memory)"));
+  GK_RETURN_IF_ERROR(set_smem_opt_in(op, kernel, smem_bytes));
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(1, 1, static_cast<unsigned>(cluster_size));
   cfg.blockDim = dim3(static_cast<unsigned>(threads));

@@ -21,6 +21,10 @@ struct DeviceInfo {
   int head_gemm_clusters = 0;                              // the persistent tf32 head GEMM, clusters of 2
 };
 
+// The kernel's dynamic shared memory above the 48 KB default, on the current device: once, when a handle is
+// created, for every kernel the library may launch with more (kernel_launch.hpp never sets it).
+Status set_smem_opt_in(const char* op, const void* kernel, size_t smem_bytes);
+
 // Streaming multiprocessors of the current device.
 Status sm_count(const char* op, int* count);
 

@@ -219,26 +219,32 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
   const int64_t rows = c.batch * c.seq_len, D = c.head_dim, Hq = c.num_q_heads;
   const uint64_t o_weight_bytes = uint64_t(c.hidden) * uint64_t(Hq * D) * sizeof(bf16) / 16 * 16;
 
+  // Every launch of the fused steps is made before the first is issued (kernel_launch.hpp).
   gemma3::ProjGemmOperands qkv = gemma3::qkv_operands(c, t, ws, plan.v_first);
-  bool attention_programmatic = false;
+  detail::KernelLaunch qkv_launch;
   if (plan.qkv == gemma3::QkvKernel::kSplitk) {
     if (plan.o_prefetch == gemma3::OPrefetch::kProjection) {
       qkv.l2_prefetch = t.o_proj_weight.data;
       qkv.l2_prefetch_bytes = o_weight_bytes;
     }
-    GK_RETURN_IF_ERROR(gemma3::launch_splitk_proj(qkv, plan.splitk, stream));
-    attention_programmatic = true;  // it lets the attention launch early
-  } else {
-    GK_RETURN_IF_ERROR(run_qkv_cublas(handle, c, t, ws, plan, qkv, stream, &attention_programmatic));
+    GK_RETURN_IF_ERROR(gemma3::prepare_splitk_proj(qkv, plan.splitk, &qkv_launch));
   }
-
   gemma3::AttentionParams ap = gemma3::attention_params(c, t, ws, plan.v_first);
   if (plan.o_prefetch == gemma3::OPrefetch::kAttention) {
     ap.l2_prefetch = t.o_proj_weight.data;
     ap.l2_prefetch_bytes = o_weight_bytes;
   }
-  GK_RETURN_IF_ERROR(
-      gemma3::launch_attention(ap, static_cast<int>(D), plan.attention, attention_programmatic, stream));
+  gemma3::AttentionLaunches attention;
+  GK_RETURN_IF_ERROR(gemma3::prepare_attention(ap, static_cast<int>(D), plan.attention, &attention));
+
+  bool attention_programmatic = false;
+  if (plan.qkv == gemma3::QkvKernel::kSplitk) {
+    GK_RETURN_IF_ERROR(qkv_launch.issue(kOp, stream));
+    attention_programmatic = true;  // it lets the attention launch early
+  } else {
+    GK_RETURN_IF_ERROR(run_qkv_cublas(handle, c, t, ws, plan, qkv, stream, &attention_programmatic));
+  }
+  GK_RETURN_IF_ERROR(attention.issue(kOp, attention_programmatic, stream));
 
   const detail::GemmShape o_shape{rows, c.hidden, Hq * D, Hq * D, Hq * D, c.hidden, detail::GemmKind::kBf16};
   return handle->gemm.run("gemma3_attention: o projection", o_shape, ws.attn, t.o_proj_weight.data, t.out.data,

@@ -9,7 +9,7 @@
 // then their sum.
 #include <cuda_bf16.h>
 
-#include "common/cluster_launch.hpp"
+#include "common/kernel_launch.hpp"
 #include "common/cuda_check.hpp"
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
@@ -172,9 +172,8 @@ Status launch_norm_rope(const NormRopeParams& p, int head_dim, bool programmatic
     return detail::error(GK_STATUS_INVALID_ARGUMENT, "gemma3_attention: %lld token-heads exceed the norm grid",
                          static_cast<long long>(items));
   }
-  return detail::launch_z_clusters("gemma3_attention", "norm/RoPE kernel launch", norm_rope_d128_kernel,
-                                   dim3(static_cast<unsigned>(blocks)), kWarpsPerBlock * 32, 0, /*cluster=*/false,
-                                   programmatic, stream, p);
+  return detail::launch_now("gemma3_attention", "norm/RoPE kernel launch", norm_rope_d128_kernel,
+                            {dim3(static_cast<unsigned>(blocks)), kWarpsPerBlock * 32, 0, false, programmatic}, stream, p);
 }
 
 }  // namespace gk::gemma3

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include "common/device_props.hpp"
+#include "common/kernel_launch.hpp"
 #include "gk/gk.hpp"
 #include "projection/params.hpp"
 
@@ -12,7 +13,7 @@ namespace gk::gemma3 {
 
 // `programmatic`: launched behind the k|v GEMM in `stream`; every block of the pass waits for it on the device
 // before anything else (so the attention behind the pass, which waits for the pass, also sees k and v), then lets
-// its dependents launch (launch_attention's `programmatic`).
+// its dependents launch (AttentionLaunches::issue's `programmatic`).
 Status launch_norm_rope(const NormRopeParams& p, int head_dim, bool programmatic, cudaStream_t stream);
 // Operands of the split-K projection GEMM (see ProjGemmParams): A [m, k] row-major, each weight [heads * 128, k]
 // row-major, outputs as column ranges of buffers with one row stride; head_dim is 128.
@@ -37,9 +38,10 @@ struct ProjGemmOperands {
 };
 
 struct SplitkProjPlan;  // splitk_proj_plan.hpp
-// The split-K kernels' cluster residency, by cluster size, into the device description (at handle creation).
-Status query_splitk_proj_residency(detail::DeviceInfo* dev);
-// Runs the split-K projection GEMM on operands splitk_proj_supported() accepts, tiled as `plan` says.
-Status launch_splitk_proj(const ProjGemmOperands& o, const SplitkProjPlan& plan, cudaStream_t stream);
+// The split-K kernels' shared-memory opt-ins and cluster residency, by cluster size, into the device description
+// (at handle creation).
+Status prepare_splitk_proj_kernels(detail::DeviceInfo* dev);
+// The split-K projection GEMM's launch on operands splitk_proj_supported() accepts, tiled as `plan` says.
+Status prepare_splitk_proj(const ProjGemmOperands& o, const SplitkProjPlan& plan, detail::KernelLaunch* out);
 
 }  // namespace gk::gemma3

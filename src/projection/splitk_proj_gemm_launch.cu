@@ -2,9 +2,9 @@
 // tensor maps, the parameter block and the grid (tiles x row tiles x the K split, a cluster along z).
 #include <cuda_runtime.h>
 
-#include "common/cluster_launch.hpp"
 #include "common/cuda_check.hpp"
 #include "common/device_props.hpp"
+#include "common/kernel_launch.hpp"
 #include "common/tensor_map.hpp"
 #include "projection/splitk_proj_plan.hpp"
 #include "projection/splitk_proj_gemm_sm90.cuh"
@@ -38,16 +38,17 @@ Status encode_maps(const ProjGemmOperands& o, Maps* maps) {
   return Status::Ok();
 }
 
+// The layer's first kernel: launched plainly (mask_tiles.cu relies on it).
 template <int kHeads, bool kSplit>
-Status launch(const ProjGemmParams& p, const Maps& maps, dim3 grid, cudaStream_t stream) {
+detail::KernelLaunch make_launch(const ProjGemmParams& p, const Maps& maps, dim3 grid) {
   using Tr = ProjGemmTraits<kHeads>;
-  return detail::launch_z_clusters(kOp, "projection gemm launch", proj_gemm_kernel<kHeads, kSplit>, grid, Tr::kThreads,
-                                   Tr::kSmemBytes, kSplit, /*programmatic=*/false, stream, maps.a, maps.w[0], maps.w[1],
-                                   maps.w[2], p);
+  return detail::KernelLaunch("projection gemm launch", proj_gemm_kernel<kHeads, kSplit>,
+                              {grid, Tr::kThreads, Tr::kSmemBytes, /*cluster_z=*/kSplit}, maps.a, maps.w[0], maps.w[1],
+                              maps.w[2], p);
 }
 
 template <int kHeads>
-Status launch_heads(const ProjGemmOperands& o, int split, cudaStream_t stream) {
+Status prepare_heads(const ProjGemmOperands& o, int split, detail::KernelLaunch* out) {
   using Tr = ProjGemmTraits<kHeads>;
   Maps maps;
   GK_RETURN_IF_ERROR(encode_maps<kHeads>(o, &maps));
@@ -73,30 +74,36 @@ Status launch_heads(const ProjGemmOperands& o, int split, cudaStream_t stream) {
   const int64_t n_tiles = end;  // every segment's tiles
   p.k_blocks = static_cast<int>(o.k / Tr::kBK);
   const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
-  return split > 1 ? launch<kHeads, true>(p, maps, grid, stream) : launch<kHeads, false>(p, maps, grid, stream);
+  *out = split > 1 ? make_launch<kHeads, true>(p, maps, grid) : make_launch<kHeads, false>(p, maps, grid);
+  return Status::Ok();
 }
 
 }  // namespace
 
-Status query_splitk_proj_residency(detail::DeviceInfo* dev) {
+Status prepare_splitk_proj_kernels(detail::DeviceInfo* dev) {
   const auto query = [&](const void* kernel, int threads, size_t smem, int* by_size) -> Status {
     for (int s = 2; s <= detail::kMaxClusterSplit; ++s) {
       GK_RETURN_IF_ERROR(detail::max_active_clusters(kOp, kernel, threads, smem, s, &by_size[s]));
     }
     return Status::Ok();
   };
+  // The kernels without a K split (the ones with one get theirs from the residency query).
+  GK_RETURN_IF_ERROR(detail::set_smem_opt_in(kOp, reinterpret_cast<const void*>(proj_gemm_kernel<1, false>),
+                                             ProjGemmTraits<1>::kSmemBytes));
+  GK_RETURN_IF_ERROR(detail::set_smem_opt_in(kOp, reinterpret_cast<const void*>(proj_gemm_kernel<2, false>),
+                                             ProjGemmTraits<2>::kSmemBytes));
   GK_RETURN_IF_ERROR(query(reinterpret_cast<const void*>(proj_gemm_kernel<1, true>), ProjGemmTraits<1>::kThreads,
                            ProjGemmTraits<1>::kSmemBytes, dev->proj_splitk_clusters[0]));
   return query(reinterpret_cast<const void*>(proj_gemm_kernel<2, true>), ProjGemmTraits<2>::kThreads,
                ProjGemmTraits<2>::kSmemBytes, dev->proj_splitk_clusters[1]);
 }
 
-Status launch_splitk_proj(const ProjGemmOperands& o, const SplitkProjPlan& plan, cudaStream_t stream) {
+Status prepare_splitk_proj(const ProjGemmOperands& o, const SplitkProjPlan& plan, detail::KernelLaunch* out) {
   if (!splitk_proj_supported(o) || plan.split < 1 || plan.split > detail::kMaxClusterSplit) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: projection operands or plan outside the split-K kernel's support",
                          kOp);
   }
-  return plan.heads_per_tile == 1 ? launch_heads<1>(o, plan.split, stream) : launch_heads<2>(o, plan.split, stream);
+  return plan.heads_per_tile == 1 ? prepare_heads<1>(o, plan.split, out) : prepare_heads<2>(o, plan.split, out);
 }
 
 }  // namespace gk::gemma3

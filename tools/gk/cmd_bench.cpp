@@ -129,7 +129,8 @@ void add_bench(CLI::App& app, BenchOptions& o) {
   cmd->add_option("--peak-tf32-tflops", o.peak_tf32_tflops, "tf32 dense peak, TFLOP/s");
   cmd->add_option("--peak-gbps", o.peak_gbps, "Memory bandwidth peak, GB/s");
   cmd->add_option("--seed", o.seed, "Input seed (default: from the clock)");
-  cmd->add_flag("--breakdown", o.breakdown, "Also print each workload's kernels: median duration and gaps (CUPTI)");
+  cmd->add_flag("--breakdown", o.breakdown,
+                "Also print each workload's kernels: median duration and gaps (CUPTI or official timer)");
   cmd->callback([cmd, &o] { o.custom = cmd->count("--op") > 0; });
 }
 

@@ -8,28 +8,42 @@
 
 namespace gk_testkit {
 
-std::vector<double> attributed_spans_us(const std::vector<GpuActivity>& gpu, std::vector<ApiCall> api,
-                                        const std::vector<std::pair<uint64_t, uint64_t>>& windows, size_t skip) {
+std::vector<std::vector<GpuActivity>> attributed_activities(const std::vector<GpuActivity>& gpu, std::vector<ApiCall> api,
+                                                            const std::vector<std::pair<uint64_t, uint64_t>>& windows,
+                                                            size_t skip) {
   std::sort(api.begin(), api.end(), [](const ApiCall& a, const ApiCall& b) { return a.start_ns < b.start_ns; });
   std::unordered_map<uint32_t, std::vector<const GpuActivity*>> by_correlation;
   for (const auto& a : gpu) by_correlation[a.correlation].push_back(&a);
-  std::vector<double> us;
+  std::vector<std::vector<GpuActivity>> out;
   for (size_t i = skip; i < windows.size(); ++i) {
     const auto lo = std::lower_bound(api.begin(), api.end(), windows[i].first,
                                      [](const ApiCall& a, uint64_t t) { return a.start_ns < t; });
-    uint64_t first = UINT64_MAX, last = 0;
+    std::vector<GpuActivity> mine;
     std::unordered_set<uint32_t> seen;
     for (auto it = lo; it != api.end() && it->start_ns <= windows[i].second; ++it) {
       if (!seen.insert(it->correlation).second) continue;
       const auto found = by_correlation.find(it->correlation);
       if (found == by_correlation.end()) continue;
-      for (const GpuActivity* a : found->second) {
-        first = std::min(first, a->start_ns);
-        last = std::max(last, a->end_ns);
-      }
+      for (const GpuActivity* a : found->second) mine.push_back(*a);
+    }
+    out.push_back(std::move(mine));
+  }
+  return out;
+}
+
+std::vector<double> attributed_spans_us(const std::vector<GpuActivity>& gpu, std::vector<ApiCall> api,
+                                        const std::vector<std::pair<uint64_t, uint64_t>>& windows, size_t skip) {
+  std::vector<double> us;
+  size_t i = skip;
+  for (const auto& mine : attributed_activities(gpu, std::move(api), windows, skip)) {
+    uint64_t first = UINT64_MAX, last = 0;
+    for (const auto& a : mine) {
+      first = std::min(first, a.start_ns);
+      last = std::max(last, a.end_ns);
     }
     if (last == 0) throw std::runtime_error("official timer: no GPU activity for timed iteration " + std::to_string(i));
     us.push_back(double(last - first) * 1e-3);
+    ++i;
   }
   return us;
 }

@@ -11,6 +11,10 @@
 
 namespace gk_testkit {
 
+// Per window from `skip` on, the GPU activities attributed to it (in no particular order).
+std::vector<std::vector<GpuActivity>> attributed_activities(const std::vector<GpuActivity>& gpu, std::vector<ApiCall> api,
+                                                            const std::vector<std::pair<uint64_t, uint64_t>>& windows,
+                                                            size_t skip);
 // Per window from `skip` on, the span in microseconds. Throws std::runtime_error for a window with no GPU activity.
 std::vector<double> attributed_spans_us(const std::vector<GpuActivity>& gpu, std::vector<ApiCall> api,
                                         const std::vector<std::pair<uint64_t, uint64_t>>& windows, size_t skip);

@@ -41,7 +41,7 @@ struct WorkloadResult {
   Correctness check;
   TimingStats cupti, events;
   TimingStats host;  // the call's host time (enqueueing it), timing.hpp
-  std::vector<ActivityStat> activities;  // CUPTI timer only: each kernel's median start and duration
+  std::vector<ActivityStat> activities;  // CUPTI and official timers: each activity's median start and duration
   ClockStats clocks;                      // the SM clock while timing (NVML), where available
 
   const TimingStats& primary() const { return cupti.valid ? cupti : events; }

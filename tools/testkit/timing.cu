@@ -148,7 +148,15 @@ TimingResult time_call(const std::function<void(cudaStream_t, int)>& call, cudaS
   r.host = stats(host_us);
   if (o.official) {
     auto gpu = cupti.finish();  // flushes: the API records are complete only after it
-    r.cupti = stats(attributed_spans_us(gpu, CuptiRecorder::instance().api_calls(), windows, size_t(o.warmup)));
+    const auto& api = CuptiRecorder::instance().api_calls();
+    r.cupti = stats(attributed_spans_us(gpu, api, windows, size_t(o.warmup)));
+    // The breakdown of what the harness's attribution counts: per iteration, its kernels and gaps.
+    auto per_iteration = attributed_activities(gpu, api, windows, 0);
+    std::vector<uint64_t> first(per_iteration.size(), UINT64_MAX);
+    for (size_t i = 0; i < per_iteration.size(); ++i) {
+      for (const auto& a : per_iteration[i]) first[i] = std::min(first[i], a.start_ns);
+    }
+    r.activities = activity_breakdown(per_iteration, first, o.warmup);
   } else if (o.cupti) {
     std::vector<uint64_t> first(total, UINT64_MAX), last(total, 0);
     std::vector<std::vector<GpuActivity>> per_iteration(total);

@@ -37,7 +37,7 @@ struct TimingResult {
   int iterations = 0;
   TimingStats events, cupti;
   TimingStats host;  // wall time of the call on the host, over the timed iterations
-  std::vector<ActivityStat> activities;  // filled by the CUPTI timer
+  std::vector<ActivityStat> activities;  // filled by the CUPTI and official timers
   ClockStats clocks;                      // over the timed iterations, where NVML is available
 };
 

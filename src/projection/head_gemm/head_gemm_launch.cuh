@@ -1,5 +1,5 @@
 // Host side of the persistent head-tiled GEMM (head_gemm_sm90.cuh): what it can take, its tensor maps, the grid
-// (as many clusters of two as can be resident, never more than the units) and the launch. Included by the .cu
+// (as many clusters of two as can be resident, never more than the units) and the launch, prepared as a value. Included by the .cu
 // file that instantiates the kernel with its epilogue.
 #pragma once
 
@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "common/cluster_launch.hpp"
 #include "common/device_props.hpp"
+#include "common/kernel_launch.hpp"
 #include "projection/head_gemm/head_gemm_sm90.cuh"
 #include "projection/head_gemm/head_gemm_plan.hpp"
 #include "common/status_util.hpp"
@@ -28,8 +28,8 @@ template <class Cfg, class Epilogue>
 // (device::launch_dependents); this launch then overlaps that kernel's end with its own start, and its producer
 // waits for the weights (grid_dependency_wait) before loading any.
 // `plan`: the grid the planner chose (plan_grid, head_gemm_plan.hpp).
-Status launch(const char* op, const Operands& o, const GridPlan& plan, const typename Epilogue::Params& ep,
-              cudaStream_t stream, bool after_pdl_producer = false) {
+Status prepare(const char* op, const Operands& o, const GridPlan& plan, const typename Epilogue::Params& ep,
+               bool after_pdl_producer, detail::KernelLaunch* out) {
   static_assert(Cfg::kBM == Tf32Tiling::kBM && Cfg::kBK == Tf32Tiling::kBK && Cfg::kHeadsPerTile == Tf32Tiling::kHeadsPerTile &&
                     Cfg::kHeadDim == Tf32Tiling::kHeadDim && Cfg::kClusterSize == Tf32Tiling::kClusterSize,
                 "the planners' tiling (head_gemm_plan.hpp) is the kernel's");
@@ -95,9 +95,10 @@ Status launch(const char* op, const Operands& o, const GridPlan& plan, const typ
     g.order.lag = unit_lag(g.order.pairs, g.n_tiles, g.order.early, clusters);
   }
   const dim3 grid(static_cast<unsigned>(clusters), 1, Cfg::kClusterSize);
-  return detail::launch_z_clusters(op, "head-tiled GEMM launch", kernel, grid, Cfg::kThreads, Cfg::kSmemBytes,
-                                   /*cluster=*/true, after_pdl_producer, stream, a_map, w_map[0], w_map[1], w_map[2],
-                                   g, ep);
+  *out = detail::KernelLaunch("head-tiled GEMM launch", kernel,
+                              {grid, Cfg::kThreads, Cfg::kSmemBytes, /*cluster_z=*/true, after_pdl_producer}, a_map,
+                              w_map[0], w_map[1], w_map[2], g, ep);
+  return Status::Ok();
 }
 
 }  // namespace gk::head_gemm
