@@ -107,6 +107,8 @@ typedef struct gk_gemma3_attention_config {
   float norm_weight_offset; /* RMSNorm scale is (offset + w): 1 for Gemma3, 0 for Gemma3n */
   float query_scale;        /* score scale; 0 selects head_dim^-0.5 */
   gk_mask_mode mask_mode;
+  int64_t sliding_window;   /* 0: off. Causal mode only: key j visible to query i iff j <= i and i - j < window
+                               (Hugging Face's sliding-window layers); tiles outside the band are never visited */
 } gk_gemma3_attention_config;
 
 /* Shapes: hidden_states [B,S,hidden]; cos, sin [B,S,D]; attention_mask [B,1,S,S] (additive mode only, 2-byte

@@ -62,6 +62,7 @@ class Gemma3Config(ctypes.Structure):
         ("norm_weight_offset", ctypes.c_float),
         ("query_scale", ctypes.c_float),
         ("mask_mode", ctypes.c_int),
+        ("sliding_window", ctypes.c_int64),
     ]
 
 

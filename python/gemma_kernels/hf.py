@@ -8,8 +8,9 @@ Each attention module keeps its parameters (state dicts, devices and dtypes are 
 changes. The fused layer covers full-sequence forward passes without a KV cache (scoring, prefill-only use:
 call the model with use_cache=False, since recent transformers create a cache by default): a call that the
 operator cannot take - a KV cache to update, biases, head_dim other than 128, weights not in bf16, a mask that is
-not a 4-D tensor (flash/flex attention), a sliding window with no mask tensor to express it - runs the module's
-original forward instead. Each switched module counts its fused calls in `_gk_fused_calls`.
+not a 4-D tensor (flash/flex attention) - runs the module's original forward instead. A sliding-window (local)
+layer takes its window from HF's mask tensor where there is one, else as the operator's sliding_window. Each
+switched module counts its fused calls in `_gk_fused_calls`.
 `attn_logit_softcapping` from the config is applied (HF's own Gemma3 attention does not apply it).
 
 `use_gemma_kernels(model, pack_qkv=True)` also moves each module's q, k and v weights into one allocation
@@ -55,7 +56,6 @@ def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask
         and self.head_dim == 128
         and all(getattr(m, "bias", None) is None for m in (self.q_proj, self.k_proj, self.v_proj, self.o_proj))
         and (attention_mask is None or (isinstance(attention_mask, torch.Tensor) and attention_mask.dim() == 4))
-        and not (attention_mask is None and window is not None and seq_len > window)
         and not self.training
     )
     if not takes_it:
@@ -67,11 +67,13 @@ def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask
     cos, sin = (t.expand(shape).contiguous() for t in position_embeddings)
     mask = _additive_mask(attention_mask, shape[0], seq_len) if attention_mask is not None else None
     softcap = self.attn_logit_softcapping or 0.0
+    # A local layer's window: HF's mask tensor carries it where there is one; without one, the operator applies it.
+    sliding = int(window) if window is not None and mask is None else 0
     out = gemma3_attention(
         hidden_states.contiguous(), cos, sin, mask, self.q_proj.weight, self.k_proj.weight,
         self.v_proj.weight, self.o_proj.weight, self.q_norm.weight, self.k_norm.weight, softcap=float(softcap),
         rms_norm_eps=float(self.q_norm.eps), is_causal=bool(getattr(self, "is_causal", True)),
-        norm_weight_offset=1.0, query_scale=float(self.scaling))
+        norm_weight_offset=1.0, query_scale=float(self.scaling), sliding_window=sliding)
     self._gk_fused_calls += 1
     return out, None
 

@@ -65,7 +65,7 @@ def _run(lib_prefix: str, op: str, device: torch.device, cfg, tens, workspace: O
 
 
 def _gemma3_config(hidden_states, q_proj_weight, k_proj_weight, q_norm_weight, attention_mask, is_causal, softcap,
-                   rms_norm_eps, norm_weight_offset, query_scale) -> _lib.Gemma3Config:
+                   rms_norm_eps, norm_weight_offset, query_scale, sliding_window) -> _lib.Gemma3Config:
     if hidden_states.dim() != 3 or q_norm_weight.dim() != 1:
         raise ValueError(
             "gemma_kernels.gemma3_attention: hidden_states must be [B, S, hidden] and q_norm_weight [head_dim] "
@@ -81,6 +81,7 @@ def _gemma3_config(hidden_states, q_proj_weight, k_proj_weight, q_norm_weight, a
     cfg.norm_weight_offset = norm_weight_offset
     cfg.query_scale = query_scale
     cfg.mask_mode = _lib.MASK_ADDITIVE if attention_mask is not None else (_lib.MASK_CAUSAL if is_causal else _lib.MASK_NONE)
+    cfg.sliding_window = sliding_window
     return cfg
 
 
@@ -104,16 +105,18 @@ def gemma3_attention_out(
     is_causal: bool = True,
     norm_weight_offset: float = 1.0,
     query_scale: float = 0.0,
+    sliding_window: int = 0,
     workspace: Optional[torch.Tensor] = None,
 ) -> None:
     """Gemma3 attention layer into `out` [B, S, hidden] (bf16). A given `attention_mask` [B, 1, S, S] is added to
     the capped scores as is; without one, `is_causal` picks causal or bidirectional attention. softcap 0 turns
-    the softcap off; query_scale 0 means head_dim^-0.5."""
+    the softcap off; query_scale 0 means head_dim^-0.5; sliding_window > 0 (causal, no mask tensor) hides from
+    query i every key j with i - j >= sliding_window, as Hugging Face's sliding-window layers do."""
     tensors = (hidden_states, cos, sin, attention_mask, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight,
                q_norm_weight, k_norm_weight, out)
     device = _device_of("gemma3_attention", tensors)
     cfg = _gemma3_config(hidden_states, q_proj_weight, k_proj_weight, q_norm_weight, attention_mask, is_causal,
-                         softcap, rms_norm_eps, norm_weight_offset, query_scale)
+                         softcap, rms_norm_eps, norm_weight_offset, query_scale, sliding_window)
     tens = _lib.Gemma3Tensors(*[_desc(t) for t in tensors])
     _run("gk_gemma3_attention", "gemma3_attention", device, cfg, tens, workspace)
 
@@ -121,7 +124,7 @@ def gemma3_attention_out(
 @gemma3_attention_out.register_fake
 def _(hidden_states, cos, sin, attention_mask, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight,
       q_norm_weight, k_norm_weight, out, softcap=0.0, rms_norm_eps=1e-6, is_causal=True, norm_weight_offset=1.0,
-      query_scale=0.0, workspace=None):
+      query_scale=0.0, sliding_window=0, workspace=None):
     return None
 
 
@@ -142,20 +145,21 @@ def gemma3_attention(
     is_causal: bool = True,
     norm_weight_offset: float = 1.0,
     query_scale: float = 0.0,
+    sliding_window: int = 0,
 ) -> torch.Tensor:
     """Functional form of gemma3_attention_out: returns a new [B, S, hidden] bf16 tensor."""
     out = torch.empty(hidden_states.shape[:-1] + (o_proj_weight.shape[0],), dtype=hidden_states.dtype,
                       device=hidden_states.device)
     gemma3_attention_out(hidden_states, cos, sin, attention_mask, q_proj_weight, k_proj_weight, v_proj_weight,
                          o_proj_weight, q_norm_weight, k_norm_weight, out, softcap, rms_norm_eps, is_causal,
-                         norm_weight_offset, query_scale)
+                         norm_weight_offset, query_scale, sliding_window)
     return out
 
 
 @gemma3_attention.register_fake
 def _(hidden_states, cos, sin, attention_mask, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight,
       q_norm_weight, k_norm_weight, softcap=0.0, rms_norm_eps=1e-6, is_causal=True, norm_weight_offset=1.0,
-      query_scale=0.0):
+      query_scale=0.0, sliding_window=0):
     return hidden_states.new_empty(hidden_states.shape[:-1] + (o_proj_weight.shape[0],))
 
 

@@ -101,7 +101,7 @@ void gemma3_attention(const Gemma3Dims& d, const Gemma3Inputs& in, float* out, G
           }
           float m = 0.f;
           if (d.mask == Mask::kAdditive) m = in.mask[(b * S + i) * S + j];
-          if (d.mask == Mask::kCausal && j > i) m = lowest_bf16;
+          if (d.mask == Mask::kCausal && (j > i || (d.window > 0 && i - j >= d.window))) m = lowest_bf16;
           score[j] = rs(s + double(m));
         }
         // Softmax in fp32-or-better over the scores, probabilities rounded to bf16 (official mode).

@@ -22,6 +22,7 @@ struct Gemma3Dims {
   float norm_weight_offset;
   float query_scale;  // 0 = head_dim^-0.5
   Mask mask;
+  int64_t window = 0;  // causal mask only, > 0: query i also sees no key j with i - j >= window (a sliding window)
   // false: round scores and probabilities to bf16 where the layer's definition does (the official yardstick).
   // true: keep the whole score chain (scale, softcap, mask, softmax, P) unrounded; q, k, v, the attention output
   // and the result are still bf16 tensors. A precise yardstick where bf16 score rounding is coarse (|score|

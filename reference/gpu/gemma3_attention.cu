@@ -49,6 +49,7 @@ struct AttnArgs {
   int64_t S, D, Hq, group;
   float scale, cap;
   int mask_mode;  // 0 causal, 1 additive, 2 none
+  int64_t window;  // causal: > 0 hides keys `window` or more left of the query
   bool fp32_scores;  // see gk_ref::Gemma3Dims::fp32_scores
 };
 
@@ -98,7 +99,7 @@ __global__ void attention_row_kernel(const AttnArgs a) {
     }
     float m = 0.f;
     if (a.mask_mode == 1) m = float(a.mask[(b * a.S + i) * a.S + j]);
-    if (a.mask_mode == 0 && j > i) m = lowest_bf16;
+    if (a.mask_mode == 0 && (j > i || (a.window > 0 && i - j >= a.window))) m = lowest_bf16;
     scores[j] = rs(s + m);
   }
   float mx = -INFINITY;
@@ -170,6 +171,7 @@ cudaError_t gemma3_attention(const gk_ref::Gemma3Dims& d, const Gemma3DeviceInpu
   a.scale = d.query_scale > 0.f ? d.query_scale : 1.f / sqrtf(float(D));
   a.cap = d.softcap;
   a.mask_mode = d.mask == gk_ref::Mask::kCausal ? 0 : d.mask == gk_ref::Mask::kAdditive ? 1 : 2;
+  a.window = d.window;
   a.fp32_scores = d.fp32_scores;
   const size_t smem = size_t(S + 32) * sizeof(float);
   step(cudaFuncSetAttribute(attention_row_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));

@@ -1,6 +1,6 @@
 // Launch of the attention kernels as the plan says (attention_plan.hpp): the instantiated matrix is head_dim 128 x
-// {softcap on, off} x {causal, additive, none} for the sm80-class kernel and the sm90 kernel, and the sm90 kernel's
-// fixed-reference softmax for softcap x {causal, additive, none}. Additive mode first builds the tile lists for the
+// {softcap on, off} x {causal, sliding window, additive, none} for the sm80-class kernel and the sm90 kernel, and the
+// sm90 kernel's fixed-reference softmax for softcap x each mask. Additive mode first builds the tile lists for the
 // kernel's block shape (mask_tiles.cu).
 #include <cuda.h>
 
@@ -107,6 +107,8 @@ Status prepare_mask(const AttentionParams& p, const AttentionPlan& plan, Attenti
       return prepare_variant<kSoftcap, MaskMode::kAdditive>(p, plan, out);
     case MaskMode::kNone:
       return prepare_variant<kSoftcap, MaskMode::kNone>(p, plan, out);
+    case MaskMode::kSliding:
+      return prepare_variant<kSoftcap, MaskMode::kSliding>(p, plan, out);
   }
   return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: unknown mask mode %d", kOp, static_cast<int>(p.mask_mode));
 }
@@ -125,6 +127,7 @@ template <bool kSoftcap>
 Status opt_in_softcap() {
   GK_RETURN_IF_ERROR((opt_in_variant<kSoftcap, MaskMode::kCausal>()));
   GK_RETURN_IF_ERROR((opt_in_variant<kSoftcap, MaskMode::kAdditive>()));
+  GK_RETURN_IF_ERROR((opt_in_variant<kSoftcap, MaskMode::kSliding>()));
   return opt_in_variant<kSoftcap, MaskMode::kNone>();
 }
 

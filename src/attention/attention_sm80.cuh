@@ -175,9 +175,11 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
     }
 
     const int n0 = kt.n0;
-    // An edge tile may hold keys the mask policy hides (MaskPolicy::hide): past the sequence end, or (causal) right
-    // of the block's first row.
-    const bool edge = (n0 + kBlockN > seq_len) || (kMask == MaskMode::kCausal && n0 + kBlockN - 1 > m0);
+    // An edge tile may hold keys the mask policy hides (MaskPolicy::hide): past the sequence end, (causal) right of
+    // the block's first row, or (sliding window) `window` or more left of its last row.
+    constexpr bool kCausal = MaskPolicy<kMask>::kCausal;
+    const bool edge = (n0 + kBlockN > seq_len) || (kCausal && n0 + kBlockN - 1 > m0) ||
+                      (MaskPolicy<kMask>::kWindow && m0 + (kBlockM - 1) - n0 >= p.window);
     scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane, edge, kt.mask);
     softmax.update<kNTiles, kDTiles>(acc_s, acc_o, logit_scale<kSoftcap, kMask>(p));
 

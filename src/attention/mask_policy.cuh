@@ -1,7 +1,8 @@
 // The attention mask, in one place for both kernels: which key tiles a query block visits (visit, key_tile) and which
-// keys a query row sees (hide, mask_edge). A sliding window or other sequence bounds belong here (MaskPolicy); the one
-// other place that knows the mask's shape is each kernel's test for an edge tile (a tile that may hold hidden keys),
-// written out there: as a call of a policy function it changed the generated code. The additive mask's values, and its
+// keys a query row sees (hide, mask_edge): none past the sequence end; causal, none right of the diagonal; a sliding
+// window, also none `window` or more left of it. The one other place that knows the mask's shape is each kernel's
+// test for an edge tile (a tile that may hold hidden keys), written out there: as a call of a policy function it
+// changed the generated code. The additive mask's values, and its
 // per-call tile lists (mask_tiles.cu), are applied by the helpers below it.
 #pragma once
 
@@ -26,17 +27,25 @@ __host__ __device__ __forceinline__ KeyTile decode_key_entry(const TileCoord& t,
 
 template <MaskMode kMask>
 struct MaskPolicy {
-  static constexpr bool kCausal = kMask == MaskMode::kCausal;
+  static constexpr bool kCausal = kMask == MaskMode::kCausal || kMask == MaskMode::kSliding;
+  static constexpr bool kWindow = kMask == MaskMode::kSliding;
   static constexpr bool kAdditive = kMask == MaskMode::kAdditive;
 
   // Which key tiles a query block of kBlockM rows from t.m0 visits: t.n_blocks (and the additive mask's t.list,
   // t.bounded). Keys past the sequence end are never visited; under a causal mask neither are those right of the
-  // block's last row; an additive mask's list leaves out the tiles it kills (mask_tiles.cu). kBoundedFlag: the
-  // list kernel set the bounded flag (build_mask_tiles' mark_bounded), only for a kernel that reads it.
+  // block's last row, and under a sliding window those left of the window of its first row (which the tile
+  // scheduler's order needs no change for: every block past the first window visits as many); an additive mask's
+  // list leaves out the tiles it kills (mask_tiles.cu). kBoundedFlag: the list kernel set the bounded flag
+  // (prepare_mask_tiles' mark_bounded), only for a kernel that reads it.
   template <int kBlockM, int kBlockN, bool kBoundedFlag>
   __host__ __device__ __forceinline__ static void visit(const AttentionParams& p, TileCoord& t) {
     t.n_blocks = (p.seq_len + kBlockN - 1) / kBlockN;
+    t.n_lo = 0;
     if constexpr (kCausal) t.n_blocks = min(t.n_blocks, (t.m0 + kBlockM + kBlockN - 1) / kBlockN);
+    if constexpr (kWindow) {
+      t.n_lo = max(0, t.m0 - (p.window - 1)) / kBlockN;
+      t.n_blocks -= t.n_lo;
+    }
     if constexpr (kAdditive) {
       const int count = p.tiles.counts[t.block];
       t.n_blocks = kBoundedFlag ? count & kListCountMask : count;
@@ -53,17 +62,19 @@ struct MaskPolicy {
     } else if constexpr (kCausal) {
       // The diagonal tile first: the consumers' peeled first step is then the only one with masked keys, and a
       // warpgroup whose rows end before the tile's 65th key takes only its first 64 (attention_sm90.cuh).
-      return {(i == 0 ? t.n_blocks - 1 : i - 1) * kBlockN, kMaskNone};
+      const int tile = i == 0 ? t.n_blocks - 1 : i - 1;
+      return {(kWindow ? t.n_lo + tile : tile) * kBlockN, kMaskNone};
     } else {
       return {i * kBlockN, kMaskNone};
     }
   }
 
   // The logit x of query row `row` and key `col` to -inf where the row does not see the key: keys past the sequence
-  // end; causal: keys right of the diagonal.
-  __device__ __forceinline__ static float hide(float x, int row, int col, int seq_len) {
+  // end; causal: keys right of the diagonal; sliding window: and keys `window` or more left of it.
+  __device__ __forceinline__ static float hide(float x, int row, int col, int seq_len, int window) {
     bool masked = col >= seq_len;
     if constexpr (kCausal) masked |= col > row;
+    if constexpr (kWindow) masked |= row - col >= window;
     if (masked) x = -INFINITY;
     return x;
   }
@@ -71,12 +82,12 @@ struct MaskPolicy {
   // An edge tile's hidden logits to -inf: the thread's two rows, column pairs col0 + 8 nt + {0, 1}.
   template <int kNTiles>
   __device__ __forceinline__ static void mask_edge(float (&s)[kNTiles][4], const int (&rows)[2], int col0,
-                                                   int seq_len) {
+                                                   int seq_len, int window) {
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        s[nt][e] = hide(s[nt][e], rows[e >> 1], col0 + nt * 8 + (e & 1), seq_len);
+        s[nt][e] = hide(s[nt][e], rows[e >> 1], col0 + nt * 8 + (e & 1), seq_len, window);
       }
     }
   }

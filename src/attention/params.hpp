@@ -9,7 +9,9 @@ namespace gk::gemma3 {
 
 inline constexpr float kLog2e = 1.4426950408889634f;
 
-enum class MaskMode : int { kCausal = 0, kAdditive = 1, kNone = 2 };
+// kSliding: causal within a window of p.window keys, Hugging Face's sliding window: query i sees key j iff j <= i and
+// i - j < window (window >= 1).
+enum class MaskMode : int { kCausal = 0, kAdditive = 1, kNone = 2, kSliding = 3 };
 
 // The additive mask's classification runs one CTA row per 64 query rows (grid.y <= 65535).
 inline constexpr int64_t kMaxAdditiveMaskSeqLen = int64_t(65535) * 64;
@@ -83,6 +85,7 @@ struct AttentionParams {
   // The Hopper kernel's softmax without a running maximum (fixed_softmax.hpp): p = exp2(logit2 + fixed_bias).
   float fixed_bias;
   MaskMode mask_mode;
+  int window;  // kSliding: keys a query sees, itself included (>= 1)
   bool softcap;
   bool mask_pairs;  // additive: even S, row stride and 4-byte base, so a thread's column pair loads as one word
 

@@ -53,7 +53,7 @@ struct Sm90TileScores {
   // The work tile's first key tile; first_step takes it.
   __device__ __forceinline__ KeyTile first_key(const AttentionParams& p, const TileCoord& tc) {
     const KeyTile kt = next_key(p, tc, 0);
-    half_keys = kMask == MaskMode::kCausal && (half_block == 0 || tc.tail_rows > 0);
+    half_keys = MaskPolicy<kMask>::kCausal && (half_block == 0 || tc.tail_rows > 0);
     return kt;
   }
 
@@ -108,9 +108,11 @@ struct Sm90TileScores {
                                       float (&acc_s)[kNTiles][4], float (&alpha)[2]) {
     const int n0 = kt.n0;
     // An edge tile may hold keys the mask policy hides from these rows (MaskPolicy::hide): past the sequence end,
-    // or (causal) right of the warpgroup's first row.
-    const bool edge =
-        (n0 + Tr::kBlockN > p.seq_len) || (kMask == MaskMode::kCausal && n0 + Tr::kBlockN - 1 > wg_pos0);
+    // (causal) right of the warpgroup's first row, or (sliding window) `window` or more left of its last row (a
+    // packed tail's rows end before that).
+    constexpr bool kCausal = MaskPolicy<kMask>::kCausal;
+    const bool edge = (n0 + Tr::kBlockN > p.seq_len) || (kCausal && n0 + Tr::kBlockN - 1 > wg_pos0) ||
+                      (MaskPolicy<kMask>::kWindow && wg_pos0 + (Tr::kConsumerRows - 1) - n0 >= p.window);
     if constexpr (kMask == MaskMode::kAdditive) {
       if (fixed_tile) {
         // A bounded block's tiles are kMaskNone or kMaskBits, and no row is dead everywhere: dead scores -inf.
@@ -154,9 +156,11 @@ struct Sm90TileScores {
     const float c = logit_factor, in = p.softcap_in, bias = p.fixed_bias;
     const int col0 = n0 + 2 * (lane() & 3);
     if (edge) {
-      FixedRefSoftmax<kMask>::template softcap_probabilities<true>(softmax, s, in, c, bias, rows, col0, p.seq_len);
+      FixedRefSoftmax<kMask>::template softcap_probabilities<true>(softmax, s, in, c, bias, rows, col0, p.seq_len,
+                                                                   p.window);
     } else {
-      FixedRefSoftmax<kMask>::template softcap_probabilities<false>(softmax, s, in, c, bias, rows, col0, p.seq_len);
+      FixedRefSoftmax<kMask>::template softcap_probabilities<false>(softmax, s, in, c, bias, rows, col0, p.seq_len,
+                                                                    p.window);
     }
   }
 };

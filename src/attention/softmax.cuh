@@ -65,7 +65,7 @@ __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const A
     if (mask_apply == kMaskValues) add_mask_values(s, p, mask_rows, rows, col0);
   }
   if (!edge_tile) return;
-  MaskPolicy<kMask>::mask_edge(s, rows, col0, p.seq_len);
+  MaskPolicy<kMask>::mask_edge(s, rows, col0, p.seq_len, p.window);
 }
 
 // The factor the softmax still applies to what scores_to_logits left (1 where it produced base-2 logits; the Hopper
@@ -210,13 +210,14 @@ struct FixedRefSoftmax {
   template <bool kEdge, int kNTiles>
   __device__ __forceinline__ static void softcap_probabilities(SoftmaxSums& sums, float (&s)[kNTiles][4],
                                                                float softcap_in, float scale, float bias,
-                                                               const int (&rows)[2], int col0, int seq_len) {
+                                                               const int (&rows)[2], int col0, int seq_len,
+                                                               int window) {
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         float x = fmaf(device::tanh_approx(s[nt][e] * softcap_in), scale, bias);
-        if constexpr (kEdge) x = MaskPolicy<kMask>::hide(x, rows[e >> 1], col0 + nt * 8 + (e & 1), seq_len);
+        if constexpr (kEdge) x = MaskPolicy<kMask>::hide(x, rows[e >> 1], col0 + nt * 8 + (e & 1), seq_len, window);
         s[nt][e] = device::ex2_approx(x);
         sums.row_sum[e >> 1] += s[nt][e];
       }

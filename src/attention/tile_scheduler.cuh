@@ -65,6 +65,7 @@ __device__ __forceinline__ void write_tile(uint32_t slot, int tile, const TileCo
     const uint32_t e0 = t.n_blocks > 0 ? t.list[0] : 0u, e1 = t.n_blocks > 1 ? t.list[1] : 0u;
     device::st_shared_v4(slot + 32, make_uint4(e0, e1, t.bounded ? 1u : 0u, 0u));
   }
+  if constexpr (kMask == MaskMode::kSliding) device::st_shared_v4(slot + 32, make_uint4(t.n_lo, 0u, 0u, 0u));
 }
 
 template <MaskMode kMask>
@@ -81,6 +82,7 @@ __device__ __forceinline__ int read_tile(uint32_t slot, const AttentionParams& p
   t->list = kMask == MaskMode::kAdditive ? p.tiles.entries + int64_t(t->block) * p.tiles.stride : nullptr;
   t->entries[0] = t->entries[1] = 0u;
   t->bounded = false;
+  t->n_lo = kMask == MaskMode::kSliding ? static_cast<int>(device::ld_shared_v4(slot + 32).x) : 0;
   if constexpr (kMask == MaskMode::kAdditive) {
     const uint4 e = device::ld_shared_v4(slot + 32);
     t->entries[0] = e.x;

@@ -10,8 +10,10 @@ struct TileCoord {
   int b, h, kvh;  // batch, (first) query head, the kv head serving it (GQA)
   int m0;         // first query position of the block
   // Key tiles to visit (MaskPolicy::visit): all of them; under a causal mask those at or left of the diagonal;
-  // under an additive mask those its tile list names (`list`, built per call by mask_tiles.cu).
+  // under a sliding window those from n_lo on to the diagonal; under an additive mask those its tile list names
+  // (`list`, built per call by mask_tiles.cu).
   int n_blocks;
+  int n_lo;  // sliding window: the first key tile in the block's band (0 otherwise)
   const uint32_t* list;
   int block;  // b * num_m_blocks + the query block: the additive mask's tile list index
   // 0: row i of the block is position m0 + i of head h. Otherwise the block is a packed GQA tail (the last,

@@ -110,6 +110,11 @@ AttentionParams attention_params(const Gemma3AttentionConfig& c, const Gemma3Att
   ap.softcap_in = ap.softcap ? static_cast<float>(double(scale) / c.softcap) : 0.f;
   ap.softcap_out = ap.softcap ? c.softcap * kLog2e : 0.f;
   ap.mask_mode = to_mask_mode(c.mask_mode);
+  // A window that covers the sequence is the causal mask.
+  if (ap.mask_mode == MaskMode::kCausal && c.sliding_window > 0 && c.sliding_window < c.seq_len) {
+    ap.mask_mode = MaskMode::kSliding;
+    ap.window = static_cast<int>(c.sliding_window);
+  }
   ap.mask_scratch = ws.mask_tiles;
   ap.mask_scratch_bytes = ws.mask_tile_bytes;
   return ap;

@@ -72,6 +72,14 @@ Status check_config(const Gemma3AttentionConfig& c) {
     return error(GK_STATUS_INVALID_ARGUMENT, "%s: mask_mode %d is not one of causal (0), additive (1), none (2)", kOp,
                  (int)c.mask_mode);
   }
+  if (c.sliding_window < 0) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: sliding_window must be >= 0, 0 disabling it (got %lld)", kOp,
+                 (long long)c.sliding_window);
+  }
+  if (c.sliding_window > 0 && c.mask_mode != GK_MASK_CAUSAL) {
+    return error(GK_STATUS_NOT_SUPPORTED, "%s: a sliding window is supported in causal mask mode only (mask_mode %d); "
+                 "an additive mask can carry the window in its values", kOp, (int)c.mask_mode);
+  }
   if (c.mask_mode == GK_MASK_ADDITIVE && c.seq_len > kMaxAdditiveMaskSeqLen) {
     return error(GK_STATUS_NOT_SUPPORTED, "%s: an additive mask supports seq_len up to %lld (got %lld); use mask mode "
                  "causal or none", kOp, (long long)kMaxAdditiveMaskSeqLen, (long long)c.seq_len);

@@ -134,6 +134,11 @@ gk_gemma3_attention_config with(gk_gemma3_attention_config c, void (*f)(gk_gemma
   return c;
 }
 
+gk_gemma3_attention_config windowed(gk_gemma3_attention_config c, int64_t window) {
+  c.sliding_window = window;
+  return c;
+}
+
 std::vector<Variant> variants() {
   const auto base = suite_shape(3, 293);
   Gemma3Recipe saturate;
@@ -213,6 +218,21 @@ std::vector<Variant> variants() {
       {"padding_mask_fully_masked_rows_s2053", with(suite_shape(2, 2053), additive), padded},
       {"causal_mask_tensor_s8300", with(suite_shape(1, 8300), additive), {}},
       {"sliding_window_mask_s8300", with(suite_shape(1, 8300), additive), window},
+      // Sliding-window layers (causal mode with a window, no tensor): a window of one key, band edges inside a key
+      // tile and on its borders, packed GQA tails, both softmax forms, a window covering the sequence (the causal
+      // kernel), a long sequence with the Gemma3 window, and scores whose row maxima move late.
+      {"window_1", windowed(base, 1), {}},
+      {"window_100", windowed(base, 100), {}},
+      {"window_128", windowed(base, 128), {}},
+      {"window_129_softcap_off", windowed(with(base, no_softcap), 129), {}},
+      {"window_64_group8", windowed(with(base, group8), 64), {}},
+      {"window_500_s1500_group2", windowed(with(suite_shape(1, 1500), [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 4; }), 500), {}},
+      {"window_1024_s2053", windowed(suite_shape(2, 2053), 1024), {}},
+      {"window_1024_s2053_softcap_off", windowed(with(suite_shape(2, 2053), no_softcap), 1024), {}},
+      {"window_4096_s2053", windowed(suite_shape(1, 2053), 4096), {}},
+      {"window_512_s8300", windowed(suite_shape(1, 8300), 512), {}},
+      {"window_300_rising_scores_softcap_off", windowed(with(with(suite_shape(1, 1500), heads8), no_softcap), 300), rising,
+       /*official_applies=*/false},
       {"no_mask", with(base, no_mask), {}},
       {"softcap_off", with(base, no_softcap), {}},
       {"softcap_off_s2053", with(suite_shape(1, 2053), no_softcap), {}},
@@ -293,6 +313,29 @@ TEST_F(GpuTest, Gemma3CausalModeEqualsCausalMaskTensor) {
   EXPECT_LT(j.rel_l2(), 5e-3) << j.summary(0.9999);
 }
 
+TEST_F(GpuTest, Gemma3SlidingWindowEqualsWindowMaskTensor) {
+  // Causal mode with a window of S / 3 against additive mode with the same window as a tensor (MaskPattern's).
+  for (int64_t seq_len : {613, 2053}) {
+    auto tensor = suite_shape(2, seq_len);
+    tensor.mask_mode = GK_MASK_ADDITIVE;
+    const auto band = windowed(suite_shape(2, seq_len), seq_len / 3);
+    Gemma3Problem a(band), b(tensor);
+    Gemma3Recipe r;
+    r.seed = next_seed();
+    r.mask_pattern = MaskPattern::kSlidingWindow;
+    a.generate(r, stream());
+    b.generate(r, stream());
+    GK_ASSERT_OK(a.run(handle(), stream()));
+    GK_ASSERT_OK(b.run(handle(), stream()));
+    const auto oa = a.output(stream()), ob = b.output(stream());
+    // As for causal mode against the causal tensor (above): the same keys, rounding apart.
+    const Judgement j = gk_testkit::judge_host(oa.data(), ob.data(), int64_t(oa.size()), 1e-2, 1e-2);
+    EXPECT_EQ(j.non_finite, 0);
+    EXPECT_TRUE(j.passed(0.9999)) << "S " << seq_len << ": " << j.summary(0.9999);
+    EXPECT_LT(j.rel_l2(), 5e-3) << "S " << seq_len << ": " << j.summary(0.9999);
+  }
+}
+
 // ---- small shapes: GPU reference vs CPU reference, fast path vs CPU reference (also run under the sanitizer) ----
 class Gemma3Small : public GpuParamTest<Variant> {};
 
@@ -358,6 +401,10 @@ std::vector<Variant> small_variants() {
       {"additive_padded_s130_unaligned", additive_s130, padded, true, 1},
       {"additive_window_s200", additive_s200, window},
       {"additive_window_s200_unaligned", additive_s200, window, true, 1},
+      // Causal mode with a window: one key, an edge inside the first 64-key part, one on a 64-row border.
+      {"window_1", windowed(c, 1), {}},
+      {"window_5_s201", windowed(with(c, [](gk_gemma3_attention_config& x) { x.seq_len = 201; }), 5), {}},
+      {"window_64_s130_softcap_off", windowed(with(c, [](gk_gemma3_attention_config& x) { x.seq_len = 130; x.softcap = 0.f; }), 64), {}},
   };
 }
 

@@ -1,9 +1,11 @@
 // The Hopper attention kernel's work decomposition, walked on the host (attention_scheduler.cuh's decoding is
 // __host__ __device__): over every work tile of a grid, each real query row must meet each key tile at or left of
-// its diagonal exactly once (no mask: every key tile), packed GQA tails included, and a causal work tile must
-// visit its diagonal first.
+// its diagonal exactly once (no mask: every key tile; a sliding window: every key tile the row's band touches, and
+// no tile the block's band does not), packed GQA tails included, and a causal work tile must visit its diagonal
+// first.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <tuple>
@@ -51,9 +53,10 @@ AttentionParams params(const Grid& g) {
 }
 
 template <MaskMode kMask>
-void check_grid(const Grid& g) {
-  constexpr bool kCausal = kMask == MaskMode::kCausal;
-  const AttentionParams p = params(g);
+void check_grid(const Grid& g, int window = 0) {
+  constexpr bool kCausal = kMask == MaskMode::kCausal || kMask == MaskMode::kSliding;
+  AttentionParams p = params(g);
+  p.window = window;
   const int key_tiles = (g.seq_len + kBlock - 1) / kBlock;
   // (batch, head, position) -> visits per key tile.
   std::map<std::tuple<int, int, int>, std::vector<int>> visits;
@@ -69,6 +72,9 @@ void check_grid(const Grid& g) {
     const int diag = t.m0 / kBlock;
     // The diagonal first: the peeled step is the one that masks.
     if (kCausal) EXPECT_EQ(keys.front(), diag) << name(g) << " tile " << w;
+    if (window > 0) {  // nothing left of the band of the block's first row
+      for (int k : keys) EXPECT_GE(k, std::max(0, t.m0 - (window - 1)) / kBlock) << name(g) << " tile " << w;
+    }
     const int rows = t.tail_rows > 0 ? t.tail_rows * g.group : kBlock;
     for (int r = 0; r < rows; ++r) {
       int head = 0, pos = 0;
@@ -87,9 +93,18 @@ void check_grid(const Grid& g) {
   for (const auto& [key, v] : visits) {
     const int pos = std::get<2>(key);
     for (int k = 0; k < key_tiles; ++k) {
-      const int want = (!kCausal || k <= pos / kBlock) ? 1 : 0;
-      ASSERT_EQ(v[k], want) << name(g) << ": batch " << std::get<0>(key) << " head " << std::get<1>(key) << " pos "
-                            << pos << " key tile " << k;
+      const bool right_of_diagonal = kCausal && k > pos / kBlock;
+      const bool left_of_band = window > 0 && k < std::max(0, pos - (window - 1)) / kBlock;
+      const auto where = [&] {
+        return name(g) + " window " + std::to_string(window) + ": batch " + std::to_string(std::get<0>(key)) +
+               " head " + std::to_string(std::get<1>(key)) + " pos " + std::to_string(pos) + " key tile " +
+               std::to_string(k);
+      };
+      if (left_of_band) {
+        ASSERT_LE(v[k], 1) << where();  // a tile the block's band touches: visited once, its keys masked for this row
+      } else {
+        ASSERT_EQ(v[k], right_of_diagonal ? 0 : 1) << where();
+      }
     }
   }
 }
@@ -108,6 +123,12 @@ std::vector<Grid> grids() {
 
 TEST(AttentionSchedule, CausalEveryRowMeetsItsKeyTilesOnce) {
   for (const Grid& g : grids()) check_grid<MaskMode::kCausal>(g);
+}
+
+TEST(AttentionSchedule, SlidingWindowEveryRowMeetsItsBandOnce) {
+  for (const Grid& g : grids()) {
+    for (int window : {1, 64, 127, 128, 129, 300}) check_grid<MaskMode::kSliding>(g, window);
+  }
 }
 
 TEST(AttentionSchedule, NoMaskEveryRowMeetsEveryKeyTileOnce) {

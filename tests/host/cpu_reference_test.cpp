@@ -53,6 +53,22 @@ TEST(CpuReference, TinyCausalLayer) {
   EXPECT_EQ(out[3], 0.8046875f);
 }
 
+TEST(CpuReference, TinySlidingWindow) {
+  // Window 1: row 1 sees only key 1, out1 = v1 = [0, 1]; row 0 as in causal mode. Window 2 covers both keys of
+  // row 1: the causal result.
+  TinyLayer t;
+  t.dims.window = 1;
+  auto out = t.run();
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], 0.0f);
+  EXPECT_EQ(out[2], 0.0f);
+  EXPECT_EQ(out[3], 1.0f);
+  t.dims.window = 2;
+  out = t.run();
+  EXPECT_EQ(out[2], 0.1953125f);
+  EXPECT_EQ(out[3], 0.8046875f);
+}
+
 TEST(CpuReference, TinyLayerWithSoftcap) {
   // cap 1: 1.4140625 / 1 -> tanh = 0.888354 -> bf16 0.88671875 (ulp 2^-8) -> * 1. Row 1:
   // softmax([0, 0.88671875]) = [0.291787, 0.708213] -> bf16 [0.291015625, 0.70703125].

@@ -94,6 +94,12 @@ INSTANTIATE_TEST_SUITE_P(
         Gemma3Case{"scale_neg", set([](Gemma3Call& x) { x.c.query_scale = -0.5f; }), GK_STATUS_INVALID_ARGUMENT, "query_scale"},
         Gemma3Case{"mask_mode", set([](Gemma3Call& x) { x.c.mask_mode = static_cast<gk_mask_mode>(7); }),
                    GK_STATUS_INVALID_ARGUMENT, "mask_mode 7"},
+        Gemma3Case{"window_neg", set([](Gemma3Call& x) { x.c.sliding_window = -1; }), GK_STATUS_INVALID_ARGUMENT,
+                   "sliding_window must be >= 0"},
+        Gemma3Case{"window_additive", set([](Gemma3Call& x) { x.c.mask_mode = GK_MASK_ADDITIVE; x.c.sliding_window = 8; }),
+                   GK_STATUS_NOT_SUPPORTED, "causal mask mode only"},
+        Gemma3Case{"window_none", set([](Gemma3Call& x) { x.c.mask_mode = GK_MASK_NONE; x.c.sliding_window = 8; }),
+                   GK_STATUS_NOT_SUPPORTED, "causal mask mode only"},
         Gemma3Case{"hs_null", set([](Gemma3Call& x) { x.t.hidden_states.data = nullptr; }), GK_STATUS_INVALID_ARGUMENT,
                    "hidden_states: data pointer is null"},
         Gemma3Case{"hs_dtype", set([](Gemma3Call& x) { x.t.hidden_states.dtype = GK_DTYPE_F32; }),
@@ -152,6 +158,13 @@ TEST(Gemma3Accepts, ValidCallsIncludingIgnoredMask) {
   EXPECT_TRUE(gk::gemma3_attention_check(call.c, call.t).ok());
   call.c.mask_mode = GK_MASK_NONE;
   EXPECT_TRUE(gk::gemma3_attention_check(call.c, call.t).ok());
+  // A sliding window in causal mode, of any length (one past S is the causal mask).
+  call.c.mask_mode = GK_MASK_CAUSAL;
+  for (int64_t w : {1, 2, 1 << 20}) {
+    call.c.sliding_window = w;
+    EXPECT_TRUE(gk::gemma3_attention_check(call.c, call.t).ok()) << w;
+  }
+  call.c.sliding_window = 0;
   // Size-1 dimensions may carry any stride (as frameworks produce them).
   call.c.batch = 1;
   call.c.mask_mode = GK_MASK_CAUSAL;

@@ -16,14 +16,14 @@ from gemma_kernels.hf import restore, use_gemma_kernels  # noqa: E402
 pytestmark = pytest.mark.gpu
 
 
-def tiny_gemma3(softcap):
+def tiny_gemma3(softcap, layer_types=("full_attention", "full_attention"), sliding_window=4096):
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
     torch.manual_seed(0)
     cfg = Gemma3TextConfig(
         vocab_size=2048, hidden_size=3072, intermediate_size=4096, num_hidden_layers=2, num_attention_heads=24,
         num_key_value_heads=8, head_dim=128, query_pre_attn_scalar=128, attn_logit_softcapping=softcap,
-        sliding_window=4096, layer_types=["full_attention", "full_attention"], max_position_embeddings=4096)
+        sliding_window=sliding_window, layer_types=list(layer_types), max_position_embeddings=4096)
     cfg._attn_implementation = "eager"
     model = Gemma3ForCausalLM(cfg).to(device="cuda", dtype=torch.bfloat16).eval()
     with torch.no_grad():  # non-trivial q/k norm weights (HF initializes them to zero: 1 + w = 1)
@@ -105,3 +105,32 @@ def test_packed_qkv_weights_give_the_same_logits():
     assert torch.isfinite(packed).all()
     assert stats["rel_l2"] < 1e-2, stats
     assert stats["top1_agree"] > 0.98, stats
+
+
+def test_local_layer_takes_the_window_without_a_mask_tensor():
+    """A sliding-window (local) layer and a global one, prompts longer than the window. The stock model (eager: HF's
+    sliding mask tensor) is the reference; the switched modules get no mask tensor (as where HF passes none), so the
+    local layer runs the operator's sliding_window and the global one causal mode."""
+    model = tiny_gemma3(None, layer_types=("sliding_attention", "full_attention"), sliding_window=128)
+    ids = torch.randint(0, model.config.vocab_size, (2, 300), device="cuda", generator=torch.Generator("cuda").manual_seed(3))
+    with torch.no_grad():
+        ref = model(ids, use_cache=False).logits
+        assert use_gemma_kernels(model) == 2
+        for layer in model.model.layers:
+            fused = layer.self_attn.forward
+            layer.self_attn.forward = lambda *a, _f=fused, **k: _f(*a, **{**k, "attention_mask": None})
+        ours = model(ids, use_cache=False).logits
+        assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [1, 1]  # no silent fallback
+        for layer in model.model.layers:
+            layer.self_attn.forward = layer.self_attn._gk_original_forward
+            del layer.self_attn._gk_original_forward, layer.self_attn._gk_fused_calls
+        assert use_gemma_kernels(model) == 2  # now with HF's mask tensors: the window in the additive mask
+        with_tensor = model(ids, use_cache=False).logits
+        assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [1, 1]
+        restore(model)
+    for name, got in (("sliding_window", ours), ("mask tensor", with_tensor)):
+        stats = compare(got, ref)
+        print(f"HF Gemma3 logits, local + global layer, window 128, {name}: {stats}")
+        assert torch.isfinite(got).all()
+        assert stats["rel_l2"] < 2e-2, stats
+        assert stats["top1_agree"] > 0.97, stats

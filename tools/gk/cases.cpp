@@ -46,6 +46,8 @@ Case suite_case(const Suite& s, const Workload& w, const ShapeOptions& o) {
                        "--op gemma3 -b B -s S --mask none");
     }
     if (c.g.mask_mode != GK_MASK_CAUSAL) c.suite_title += " [mask mode: " + o.mask + "]";
+    c.g.sliding_window = o.window;
+    if (o.window > 0) c.suite_title += " [sliding window: " + std::to_string(o.window) + "]";
     // Not the suites' layout either (SOL-ExecBench's harness allocates the three weights apart).
     if (o.weights != "separate") c.suite_title += " [weights: " + o.weights + "]";
   } else {
@@ -78,6 +80,7 @@ Case custom_case(const ShapeOptions& o) {
     if (o.norm_offset >= 0) c.g.norm_weight_offset = float(o.norm_offset);
     c.g.query_scale = float(o.query_scale);
     c.g.mask_mode = parse_mask(o.mask);
+    c.g.sliding_window = o.window;
   } else {
     c.gemma3 = false;
     c.a = gk_testkit::audio_config(s, shape, parse_precision(o.precision));
@@ -142,6 +145,10 @@ void add_shape_options(CLI::App* cmd, ShapeOptions& o) {
   cmd->add_option("--query-scale", o.query_scale, "gemma3: score scale, 0 = head_dim^-0.5");
   cmd->add_option("--mask", o.mask, "gemma3: causal | additive | none (with --suite: causal, or additive to pass the suite's causal mask as a tensor)")
       ->check(CLI::IsMember({"causal", "additive", "none"}));
+  cmd->add_option("--window", o.window,
+                  "gemma3: sliding window in keys, causal mode (query i sees key j iff j <= i and i - j < window); "
+                  "0 = off")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--weights", o.weights,
                   "gemma3: where the q, k and v weights lie: separate allocations (the suites'), packed-qkv (one "
                   "allocation [Wq; Wk; Wv], as a fused weight's views), packed-qvk ([Wq; Wv; Wk]) or v-before-k "

@@ -21,6 +21,7 @@ struct ShapeOptions {
   int64_t hidden = -1, q_heads = -1, kv_heads = -1, heads = -1, head_dim = 128;  // -1: the suite's constant
   double softcap = -1, eps = -1, norm_offset = -1, query_scale = 0;
   std::string mask = "causal";
+  int64_t window = 0;  // gemma3: sliding window (causal mode), 0 = off
   std::string weights = "separate";  // gemma3: separate | packed-qkv | packed-qvk | v-before-k
   std::string precision = "tf32";
   double atol = -1, rtol = -1;  // -1: the suite workload's tolerance (or the suite's loosest)

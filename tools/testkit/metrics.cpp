@@ -7,8 +7,14 @@ Cost gemma3_cost(const gk_gemma3_attention_config& c) {
   const double Hq = double(c.num_q_heads), Hkv = double(c.num_kv_heads), M = B * S;
   const double proj = 2 * M * H * (Hq + 2 * Hkv) * D + 2 * M * Hq * D * H;
   Cost k;
-  const bool causal = c.mask_mode == GK_MASK_CAUSAL;
-  k.flops = proj + (causal ? 2 * B * Hq * S * (S + 1) * D : 4 * B * Hq * S * S * D);
+  // Visible (query, key) pairs per head: all; causal, S (S + 1) / 2; a window W < S, the band's W (W + 1) / 2 + (S - W) W.
+  // Two FLOPs per multiply-add in Q K^T and in P V.
+  double pairs = S * S;
+  if (c.mask_mode == GK_MASK_CAUSAL) {
+    const double W = c.sliding_window > 0 && double(c.sliding_window) < S ? double(c.sliding_window) : S;
+    pairs = W * (W + 1) / 2 + (S - W) * W;
+  }
+  k.flops = proj + 4 * B * Hq * pairs * D;
   k.flops_full = proj + 4 * B * Hq * S * S * D;
   const double bf16 = 2;
   const double inputs = M * H + 2 * M * D + (Hq + 2 * Hkv) * D * H + H * Hq * D + 2 * D;

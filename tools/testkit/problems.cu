@@ -137,6 +137,7 @@ gk_ref::Gemma3Dims ref_dims(const gk_gemma3_attention_config& c) {
   d.mask = c.mask_mode == GK_MASK_ADDITIVE ? gk_ref::Mask::kAdditive
            : c.mask_mode == GK_MASK_NONE   ? gk_ref::Mask::kNone
                                            : gk_ref::Mask::kCausal;
+  d.window = c.sliding_window;
   return d;
 }
 
