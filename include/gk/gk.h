@@ -22,9 +22,27 @@
 extern "C" {
 #endif
 
+/* The project's one version number: CMake, the Python package and `gk --version` read it from here. */
 #define GK_VERSION_MAJOR 0
-#define GK_VERSION_MINOR 1
+#define GK_VERSION_MINOR 2
 #define GK_VERSION_PATCH 0
+#define GK_VERSION_STRING "0.2.0"
+/* Raised whenever a public struct or enum changes layout or meaning. A binding that copies the structs (the Python
+ * package does, with ctypes) compares it and the struct sizes with the library's and refuses a mismatch. */
+#define GK_ABI_VERSION 2
+
+/* The loaded library's GK_VERSION_STRING and GK_ABI_VERSION. */
+GK_API const char* gk_version(void);
+GK_API int32_t gk_abi_version(void);
+typedef enum gk_abi_struct {
+  GK_ABI_TENSOR = 0,
+  GK_ABI_GEMMA3_CONFIG = 1,
+  GK_ABI_GEMMA3_TENSORS = 2,
+  GK_ABI_AUDIO_CONFIG = 3,
+  GK_ABI_AUDIO_TENSORS = 4
+} gk_abi_struct;
+/* sizeof the struct as the library was built; 0 for a value outside gk_abi_struct. */
+GK_API size_t gk_abi_struct_size(int32_t which);
 
 /* Same layout as cudaStream_t / CUstream, so a cudaStream_t converts implicitly; NULL is the legacy default. */
 struct CUstream_st;

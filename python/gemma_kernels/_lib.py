@@ -13,6 +13,9 @@ import threading
 from pathlib import Path
 
 GK_MAX_DIMS = 4
+# GK_ABI_VERSION of the gk.h these structures mirror: a library of another ABI, or whose structs differ in size from
+# these, is refused (library()).
+ABI_VERSION = 2
 
 # gk_status
 SUCCESS = 0
@@ -157,12 +160,38 @@ def library() -> ctypes.CDLL:
             tried.append(str(p))
             if p.exists():
                 lib = ctypes.CDLL(str(p))
+                _check_abi(lib, p)
                 _declare(lib)
                 _lib = lib
                 return lib
         raise OSError(
             "gemma_kernels: libgk.so.0 not found (tried: " + ", ".join(tried) + "); build it with CMake or set GK_LIBRARY"
         )
+
+
+def _check_abi(lib: ctypes.CDLL, path: Path) -> None:
+    """Refuses a libgk whose structs this binding would misread (another ABI version, or other struct sizes)."""
+    fix = "install the gemma-kernels package and libgk of one version (or point GK_LIBRARY at a matching build)"
+    if not hasattr(lib, "gk_abi_version"):
+        raise OSError(f"gemma_kernels: {path} predates ABI checks (ABI 1); this package expects ABI {ABI_VERSION}: {fix}")
+    lib.gk_abi_version.restype = ctypes.c_int32
+    lib.gk_abi_version.argtypes = []
+    lib.gk_abi_struct_size.restype = ctypes.c_size_t
+    lib.gk_abi_struct_size.argtypes = [ctypes.c_int32]
+    lib.gk_version.restype = ctypes.c_char_p
+    lib.gk_version.argtypes = []
+    abi = lib.gk_abi_version()
+    mine = [Tensor, Gemma3Config, Gemma3Tensors, AudioConfig, AudioTensors]  # gk_abi_struct order
+    theirs = [lib.gk_abi_struct_size(i) for i in range(len(mine))]
+    if abi != ABI_VERSION or theirs != [ctypes.sizeof(s) for s in mine]:
+        raise OSError(
+            f"gemma_kernels: {path} (libgk {lib.gk_version().decode()}) has ABI {abi}, struct sizes {theirs}; this "
+            f"package expects ABI {ABI_VERSION}, sizes {[ctypes.sizeof(s) for s in mine]}: {fix}")
+
+
+def library_version() -> str:
+    """The loaded libgk's version (GK_VERSION_STRING as it was built)."""
+    return library().gk_version().decode()
 
 
 def _declare(lib: ctypes.CDLL) -> None:

@@ -101,6 +101,27 @@ gk_status gk_handle_set_overrides(gk_handle_t handle, const char* spec) {
 
 const char* gk_last_error_message(void) { return g_last_error.c_str(); }
 
+const char* gk_version(void) { return GK_VERSION_STRING; }
+
+int32_t gk_abi_version(void) { return GK_ABI_VERSION; }
+
+size_t gk_abi_struct_size(int32_t which) {
+  switch (which) {
+    case GK_ABI_TENSOR:
+      return sizeof(gk_tensor);
+    case GK_ABI_GEMMA3_CONFIG:
+      return sizeof(gk_gemma3_attention_config);
+    case GK_ABI_GEMMA3_TENSORS:
+      return sizeof(gk_gemma3_attention_tensors);
+    case GK_ABI_AUDIO_CONFIG:
+      return sizeof(gk_audio_qkv_config);
+    case GK_ABI_AUDIO_TENSORS:
+      return sizeof(gk_audio_qkv_tensors);
+    default:
+      return 0;
+  }
+}
+
 const char* gk_status_string(gk_status status) {
   switch (status) {
     case GK_STATUS_SUCCESS:

@@ -7,6 +7,8 @@
 #include <string>
 #include <sys/wait.h>
 
+#include "gk/gk.h"
+
 namespace {
 
 struct Result {
@@ -77,15 +79,24 @@ TEST(Cli, BenchErrors) {
 }
 
 TEST(Cli, RunsASmallShapeWithOrWithoutAGpu) {
-  // With a GPU: fast path against the GPU reference. Without: the CPU reference on the same generated inputs.
+  // With a GPU: fast path against the GPU reference, exit 0. Without: the CPU reference on the same generated
+  // inputs, and exit 3, "nothing checked" (never the pass status).
   const auto r = gk("run --op gemma3 -b 2 -s 19 --hidden 256 --q-heads 4 --kv-heads 2 --seed 7");
-  EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(r.output.find("ALL PASS") != std::string::npos ||
-              r.output.find("computing the CPU reference only") != std::string::npos)
-      << r.output;
+  const bool gpu = r.output.find("computing the CPU reference only") == std::string::npos;
+  EXPECT_EQ(r.status, gpu ? 0 : 3) << r.output;
+  if (gpu) EXPECT_NE(r.output.find("ALL PASS"), std::string::npos) << r.output;
+  else EXPECT_NE(r.output.find("NOTHING CHECKED"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("NON-FINITE"), std::string::npos) << r.output;
   const auto a = gk("run --op audio -b 1 -s 5 --hidden 128 --heads 2 --precision exact --seed 7");
-  EXPECT_EQ(a.status, 0) << a.output;
+  EXPECT_EQ(a.status, gpu ? 0 : 3) << a.output;
+}
+
+TEST(Cli, VersionIsTheHeadersAndTheLibrarys) {
+  const auto r = gk("--version");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find(std::string("gk ") + GK_VERSION_STRING + " (libgk " + GK_VERSION_STRING + ", ABI "),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace

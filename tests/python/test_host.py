@@ -124,3 +124,72 @@ def test_solution_package_is_self_contained(problem, tmp_path):
     written = solexecbench.write(tmp_path, ROOT)
     assert len(written) == len(solexecbench.PROBLEMS)
     assert json.loads(written[0].read_text())["spec"]["entry_point"] == "main.cpp::run"
+
+
+def test_sliding_window_reaches_the_library():
+    cfg, t = gemma3_call()
+    cfg.sliding_window = 16
+    check_gemma3(cfg, t)
+    cfg.sliding_window = -1
+    with pytest.raises(ValueError, match="sliding_window must be >= 0"):
+        check_gemma3(cfg, t)
+    cfg.sliding_window = 16
+    cfg.mask_mode = _lib.MASK_NONE
+    with pytest.raises(NotImplementedError, match="causal mask mode only"):
+        check_gemma3(cfg, t)
+
+
+def test_one_version_everywhere():
+    import gemma_kernels
+
+    header = (ROOT / "include" / "gk" / "gk.h").read_text()
+    want = re.search(r'^#define GK_VERSION_STRING "([^"]+)"', header, re.M).group(1)
+    assert gemma_kernels.__version__ == want
+    assert gemma_kernels.library_version() == want
+    assert _lib.ABI_VERSION == int(re.search(r"^#define GK_ABI_VERSION (\d+)", header, re.M).group(1))
+
+
+def test_a_library_of_another_abi_is_refused(monkeypatch):
+    lib = ctypes.CDLL(str(_lib.library()._name))
+    _lib._check_abi(lib, "libgk")  # the matching one passes
+    monkeypatch.setattr(_lib, "ABI_VERSION", _lib.ABI_VERSION + 1)
+    with pytest.raises(OSError, match="has ABI .* this package expects ABI"):
+        _lib._check_abi(lib, "libgk")
+    monkeypatch.undo()
+    # A structure that grew on this side only (a field added to gk.h without a rebuild of the library).
+    bigger = type("Bigger", (ctypes.Structure,), {"_fields_": _lib.Gemma3Config._fields_ + [("extra", ctypes.c_int64)]})
+    monkeypatch.setattr(_lib, "Gemma3Config", bigger)
+    with pytest.raises(OSError, match="struct sizes"):
+        _lib._check_abi(lib, "libgk")
+
+
+def test_ops_without_pytorch_say_to_install_it():
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import sys
+        class NoTorch:
+            def find_spec(self, name, path=None, target=None):
+                if name == "torch" or name.startswith("torch."):
+                    raise ImportError("No module named 'torch'")
+        sys.meta_path.insert(0, NoTorch())
+        import gemma_kernels
+        assert not gemma_kernels.torch_available
+        try:
+            gemma_kernels.gemma3_attention
+        except ImportError as e:
+            print("IMPORT-ERROR:", e)
+        try:
+            gemma_kernels.no_such_name
+        except AttributeError:
+            print("ATTRIBUTE-ERROR")
+    """)
+    import os
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "IMPORT-ERROR: gemma_kernels.gemma3_attention needs PyTorch" in r.stdout and "pip install torch" in r.stdout
+    assert "ATTRIBUTE-ERROR" in r.stdout
