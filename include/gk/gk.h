@@ -83,7 +83,8 @@ GK_API gk_tensor gk_tensor_contiguous(void* data, gk_dtype dtype, int32_t ndim, 
 typedef struct gk_handle_st* gk_handle_t;
 
 /* A handle owns the cuBLASLt state and cached GEMM plans; one per thread (or guard it), bound to the device
- * current at creation. */
+ * current at creation and to that device's primary context (the runtime API's; kernel attributes are set in it
+ * once, at creation). */
 GK_API gk_status gk_handle_create(gk_handle_t* handle);
 GK_API gk_status gk_handle_destroy(gk_handle_t handle);
 

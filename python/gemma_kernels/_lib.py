@@ -141,8 +141,28 @@ def _candidates() -> list[Path]:
         paths.append(Path(env))
     paths.append(here / "lib" / "libgk.so.0")  # an installed package
     repo = here.parent.parent  # a source checkout: python/gemma_kernels -> repo root
-    paths += [repo / "build" / "lib" / "libgk.so.0", repo / "build-python" / "lib" / "libgk.so.0"]  # README; pip
+    paths.append(repo / "build" / "lib" / "libgk.so.0")  # the README's build
     return paths
+
+
+# libgk's CUDA libraries and where they come from: the nvidia-cuda-runtime and nvidia-cublas wheels (the package's
+# dependencies) when they are installed, else the system's loader (a CUDA 13 toolkit in ld.so.conf or
+# LD_LIBRARY_PATH). Loading them first, by path, makes the wheels' copies the ones libgk binds to.
+_CUDA_LIBS = ("libcudart.so.13", "libcublasLt.so.13")
+_CUDA_HINT = ("libgk needs the CUDA 13 runtime and cuBLASLt: pip install nvidia-cuda-runtime nvidia-cublas (the "
+              "package's dependencies), or install the CUDA 13 toolkit where the loader finds it (ldconfig or "
+              "LD_LIBRARY_PATH)")
+
+
+def _preload_cuda_wheels() -> None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("nvidia")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        for name in _CUDA_LIBS:
+            lib = Path(root) / "cu13" / "lib" / name
+            if lib.exists():
+                ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)
 
 
 _lib = None
@@ -159,7 +179,13 @@ def library() -> ctypes.CDLL:
         for p in _candidates():
             tried.append(str(p))
             if p.exists():
-                lib = ctypes.CDLL(str(p))
+                _preload_cuda_wheels()
+                try:
+                    lib = ctypes.CDLL(str(p))
+                except OSError as e:
+                    if any(name in str(e) for name in _CUDA_LIBS):
+                        raise OSError(f"gemma_kernels: loading {p}: {e}. {_CUDA_HINT}") from e
+                    raise
                 _check_abi(lib, p)
                 _declare(lib)
                 _lib = lib

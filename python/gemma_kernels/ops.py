@@ -105,8 +105,8 @@ def gemma3_attention_out(
     is_causal: bool = True,
     norm_weight_offset: float = 1.0,
     query_scale: float = 0.0,
-    sliding_window: int = 0,
     workspace: Optional[torch.Tensor] = None,
+    sliding_window: int = 0,
 ) -> None:
     """Gemma3 attention layer into `out` [B, S, hidden] (bf16). A given `attention_mask` [B, 1, S, S] is added to
     the capped scores as is; without one, `is_causal` picks causal or bidirectional attention. softcap 0 turns
@@ -124,7 +124,7 @@ def gemma3_attention_out(
 @gemma3_attention_out.register_fake
 def _(hidden_states, cos, sin, attention_mask, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight,
       q_norm_weight, k_norm_weight, out, softcap=0.0, rms_norm_eps=1e-6, is_causal=True, norm_weight_offset=1.0,
-      query_scale=0.0, sliding_window=0, workspace=None):
+      query_scale=0.0, workspace=None, sliding_window=0):
     return None
 
 
@@ -152,7 +152,7 @@ def gemma3_attention(
                       device=hidden_states.device)
     gemma3_attention_out(hidden_states, cos, sin, attention_mask, q_proj_weight, k_proj_weight, v_proj_weight,
                          o_proj_weight, q_norm_weight, k_norm_weight, out, softcap, rms_norm_eps, is_causal,
-                         norm_weight_offset, query_scale, sliding_window)
+                         norm_weight_offset, query_scale, None, sliding_window)
     return out
 
 

@@ -7,14 +7,15 @@ official driver compiles; headers keep their folders, which its include path res
 an entry file with the destination-passing `run(*inputs, *outputs)` (scalars as double) bound through pybind11.
 The driver builds it with torch.utils.cpp_extension.load and the compile options below: sm_90a is named
 explicitly (the driver's own "LOCAL" target would be plain sm_90, without wgmma), and cuBLASLt is linked.
-The packages read the sources of a gemma-kernels checkout (`--source-root`, by default the one this package
-lives in).
+The packages read libgk's sources from a gemma-kernels checkout (`--source-root`), by default the checkout this
+package lives in, else the copy an installed package ships (gemma_kernels/sol_sources).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
@@ -45,7 +46,10 @@ COMPILE_OPTIONS = {
 
 
 def default_source_root() -> Path:
-    return _HERE.parent.parent  # python/gemma_kernels -> the checkout
+    checkout = _HERE.parent.parent  # python/gemma_kernels -> the checkout
+    if (checkout / "src" / "api" / "c_api.cpp").exists():
+        return checkout
+    return _HERE / "sol_sources"  # an installed package: src/ and include/gk/ as the wheel ships them
 
 
 def sources(root: Path, problem: str) -> list[dict]:
@@ -89,12 +93,13 @@ def solution(problem: str, root: Path | None = None) -> dict:
 
 
 def write(out_dir: Path, root: Path | None = None) -> list[Path]:
+    packages = {problem: solution(problem, root) for problem in PROBLEMS}  # every source read before any folder
     written = []
     for problem, p in PROBLEMS.items():
         d = out_dir / p["definition"]
         d.mkdir(parents=True, exist_ok=True)
         path = d / "solution.json"
-        path.write_text(json.dumps(solution(problem, root), indent=1) + "\n")
+        path.write_text(json.dumps(packages[problem], indent=1) + "\n")
         written.append(path)
     return written
 
@@ -104,7 +109,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=Path("solexecbench-solutions"), help="output folder")
     ap.add_argument("--source-root", type=Path, default=None, help="gemma-kernels checkout to package")
     args = ap.parse_args(argv)
-    for path in write(args.out, args.source_root):
+    try:
+        paths = write(args.out, args.source_root)
+    except FileNotFoundError as e:
+        print(f"{e} (pass --source-root with a gemma-kernels checkout)", file=sys.stderr)
+        return 2
+    for path in paths:
         print(path)
     return 0
 

@@ -2,7 +2,8 @@
 // and issued later with one (cudaLaunchKernelExC). A call prepares every launch it will make (tensor maps encoded,
 // parameter blocks filled) and then issues them back to back, so no host work sits between its kernels (under an
 // API-tracing profiler, as NVIDIA's harness runs, each runtime call costs microseconds that would leave the GPU idle).
-// Shared-memory opt-ins are set once per handle (kernel_opt_in.hpp), never at a launch. Host code; the template
+// Shared-memory opt-ins are set once, at handle creation (device_props.hpp's set_smem_opt_in, called by each
+// module's prepare_*_kernels), never at a launch. Host code; the template
 // is instantiated by the .cu file that owns the kernel.
 #pragma once
 

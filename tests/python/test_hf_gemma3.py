@@ -134,3 +134,31 @@ def test_local_layer_takes_the_window_without_a_mask_tensor():
         assert torch.isfinite(got).all()
         assert stats["rel_l2"] < 2e-2, stats
         assert stats["top1_agree"] > 0.97, stats
+
+
+def test_what_it_cannot_take_is_named_once():
+    """Modules it can never take stay unswitched and one warning names them (head_dim 256 here); a switched module
+    whose call it cannot take (a KV cache) runs its own forward and warns once per reason."""
+    import warnings
+
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    cfg = Gemma3TextConfig(
+        vocab_size=256, hidden_size=512, intermediate_size=1024, num_hidden_layers=2, num_attention_heads=2,
+        num_key_value_heads=1, head_dim=256, query_pre_attn_scalar=256, sliding_window=64,
+        layer_types=["sliding_attention", "full_attention"], max_position_embeddings=512)
+    cfg._attn_implementation = "eager"
+    wide = Gemma3ForCausalLM(cfg).to(device="cuda", dtype=torch.bfloat16).eval()
+    with pytest.warns(UserWarning, match=r"2 attention module\(s\) not switched: .*head_dim 256 \(supported: 128\)"):
+        assert use_gemma_kernels(wide) == 0
+    model = tiny_gemma3(None)
+    ids = torch.randint(0, model.config.vocab_size, (1, 40), device="cuda", generator=torch.Generator("cuda").manual_seed(4))
+    with torch.no_grad():
+        assert use_gemma_kernels(model) == 2
+        with pytest.warns(UserWarning, match="runs its own forward: a KV cache"):
+            model(ids, use_cache=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # said once already: silent now
+            model(ids, use_cache=True)
+        assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [0, 0]
+        restore(model)

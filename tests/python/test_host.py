@@ -193,3 +193,16 @@ def test_ops_without_pytorch_say_to_install_it():
     assert r.returncode == 0, r.stderr
     assert "IMPORT-ERROR: gemma_kernels.gemma3_attention needs PyTorch" in r.stdout and "pip install torch" in r.stdout
     assert "ATTRIBUTE-ERROR" in r.stdout
+
+
+def test_solexecbench_without_sources_says_so_in_one_line_and_writes_nothing(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "gemma_kernels.solexecbench", "--out", str(out), "--source-root",
+                        str(tmp_path / "nowhere")], capture_output=True, text=True,
+                       env=dict(__import__("os").environ, PYTHONPATH=str(ROOT / "python")))
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "is not a gemma-kernels source tree" in r.stderr, r.stderr
+    assert not out.exists()
