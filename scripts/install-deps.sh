@@ -18,6 +18,11 @@ if ! python3 -c "import pytest" > /dev/null 2>&1; then
     $SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends python3-pytest
   }
 fi
+# scikit-build-core for `pip wheel .` without build isolation (the packaging test builds offline).
+if ! python3 -c "import scikit_build_core" > /dev/null 2>&1; then
+  python3 -m pip install --quiet "scikit-build-core>=0.10" || {
+    echo "install-deps: could not install scikit-build-core (pip install scikit-build-core)" >&2; exit 1; }
+fi
 command -v nvcc > /dev/null || [ -x /usr/local/cuda/bin/nvcc ] || {
   echo "install-deps: the CUDA toolkit (nvcc, 13.0 or newer) is required and was not found" >&2; exit 1; }
 echo "install-deps: ok"
