@@ -2,7 +2,8 @@
 # What a user installing gemma-kernels meets, checked without a GPU (a host test, tests/CMakeLists.txt):
 #   1. pip wheel . builds one py3-none wheel with libgk inside, and leaves the source tree as it was;
 #   2. the wheel installs into a fresh virtual environment and imports, its version the library's and gk.h's;
-#   3. cmake --install of a build gives a CMake package that examples/cpp builds against (find_package(gk)).
+#   3. cmake --install of a build gives a CMake package that examples/cpp builds against (find_package(gk));
+# and first, that CMake finds nvcc in the toolkit's place when it is not on PATH.
 #
 #   scripts/check-packaging.sh BUILD_DIR      (BUILD_DIR: a configured and built tree, for step 3)
 set -euo pipefail
@@ -12,6 +13,10 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 VERSION=$(sed -n 's/^#define GK_VERSION_STRING "\(.*\)"/\1/p' "$ROOT/include/gk/gk.h")
 fail() { echo "check-packaging: $*" >&2; exit 1; }
+
+echo "== 0. configure with nvcc off PATH"
+env PATH=/usr/bin:/bin cmake -S "$ROOT" -B "$TMP/no-path" -G Ninja -DGK_BUILD_TESTS=OFF -DGK_BUILD_TOOLS=OFF > /dev/null ||
+  fail "CMake cannot find nvcc when it is not on PATH"
 
 echo "== 1. pip wheel (version $VERSION)"
 before=""

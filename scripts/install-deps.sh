@@ -25,4 +25,6 @@ if ! python3 -c "import scikit_build_core" > /dev/null 2>&1; then
 fi
 command -v nvcc > /dev/null || [ -x /usr/local/cuda/bin/nvcc ] || {
   echo "install-deps: the CUDA toolkit (nvcc, 13.0 or newer) is required and was not found" >&2; exit 1; }
+command -v nvcc > /dev/null ||
+  echo "install-deps: nvcc is not on PATH; CMake takes /usr/local/cuda/bin/nvcc (export PATH=/usr/local/cuda/bin:\$PATH for the shell)"
 echo "install-deps: ok"
