@@ -59,6 +59,83 @@ std::vector<float> heads_from(const std::vector<float>& proj, const Gemma3Dims& 
   return out;
 }
 
+// Where the keys and values of one batch element live, and where its queries sit: `keys` keys of kv head h at
+// k + h * head_stride + j * D (the same for v), query i at absolute position p0 + i (0 without a cache; the cached
+// length with one). The additive mask is indexed by the call's own positions (no cache then).
+struct KeySource {
+  const float* k;
+  const float* v;
+  int64_t head_stride;
+  int64_t keys;
+  int64_t p0;
+};
+
+// The attention output rows of batch element b, [S, Hq * D] at `attn`, over the given keys.
+void attend(const Gemma3Dims& d, const Gemma3Inputs& in, const std::vector<float>& q, int64_t b, const KeySource& ks,
+            float* attn) {
+  const int64_t S = d.seq_len, D = d.head_dim, Hq = d.num_q_heads, group = Hq / d.num_kv_heads;
+  const float lowest_bf16 = bf16_from_bits(0xff7f);  // the most negative finite bf16
+  const double scale = d.query_scale > 0.f ? d.query_scale : 1.0 / std::sqrt(double(D));
+  std::vector<double> score(static_cast<size_t>(ks.keys));
+  std::vector<double> p(static_cast<size_t>(ks.keys));
+  // Rounds to bf16 only in the official mode.
+  const auto rs = [&](double x) { return d.fp32_scores ? x : double(r(x)); };
+  for (int64_t h = 0; h < Hq; ++h) {
+    const float* kh = ks.k + (h / group) * ks.head_stride;
+    const float* vh = ks.v + (h / group) * ks.head_stride;
+    for (int64_t i = 0; i < S; ++i) {
+      const int64_t pos = ks.p0 + i;
+      const float* qi = &q[((b * Hq + h) * S + i) * D];
+      for (int64_t j = 0; j < ks.keys; ++j) {
+        const float* kj = kh + j * D;
+        double dot = 0.0;
+        for (int64_t e = 0; e < D; ++e) dot += double(qi[e]) * double(kj[e]);
+        double s = rs(rs(dot) * scale);
+        if (d.softcap > 0.f) {
+          s = rs(s / d.softcap);
+          s = rs(std::tanh(s));
+          s = rs(s * d.softcap);
+        }
+        float m = 0.f;
+        if (d.mask == Mask::kAdditive) m = in.mask[(b * S + i) * S + j];
+        if (d.mask == Mask::kCausal && (j > pos || (d.window > 0 && pos - j >= d.window))) m = lowest_bf16;
+        score[j] = rs(s + double(m));
+      }
+      // Softmax in fp32-or-better over the scores, probabilities rounded to bf16 (official mode).
+      double mx = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < ks.keys; ++j) mx = std::max(mx, score[j]);
+      double sum = 0.0;
+      for (int64_t j = 0; j < ks.keys; ++j) {
+        p[j] = std::exp(score[j] - mx);
+        sum += p[j];
+      }
+      for (int64_t j = 0; j < ks.keys; ++j) p[j] = rs(p[j] / sum);
+      float* o = &attn[(i * Hq + h) * D];
+      for (int64_t e = 0; e < D; ++e) {
+        double acc = 0.0;
+        for (int64_t j = 0; j < ks.keys; ++j) acc += p[j] * double(vh[j * D + e]);
+        o[e] = r(acc);
+      }
+    }
+  }
+}
+
+struct Projected {
+  std::vector<float> q, k, v;  // [B, heads, S, D]: q and k normalized and rotated
+};
+
+Projected project(const Gemma3Dims& d, const Gemma3Inputs& in) {
+  const int64_t rows = d.batch * d.seq_len, D = d.head_dim, Hq = d.num_q_heads, Hkv = d.num_kv_heads;
+  Projected p;
+  p.q = heads_from(linear(in.hidden_states, in.q_proj_weight, rows, d.hidden, Hq * D), d, Hq, in.q_norm_weight,
+                   in.cos, in.sin);
+  p.k = heads_from(linear(in.hidden_states, in.k_proj_weight, rows, d.hidden, Hkv * D), d, Hkv, in.k_norm_weight,
+                   in.cos, in.sin);
+  p.v = heads_from(linear(in.hidden_states, in.v_proj_weight, rows, d.hidden, Hkv * D), d, Hkv, nullptr, nullptr,
+                   nullptr);
+  return p;
+}
+
 }  // namespace
 
 void gemma3_attention(const Gemma3Dims& d, const Gemma3Inputs& in, float* out) {
@@ -68,68 +145,47 @@ void gemma3_attention(const Gemma3Dims& d, const Gemma3Inputs& in, float* out) {
 void gemma3_attention(const Gemma3Dims& d, const Gemma3Inputs& in, float* out, Gemma3Intermediates* steps) {
   const int64_t B = d.batch, S = d.seq_len, D = d.head_dim, Hq = d.num_q_heads, Hkv = d.num_kv_heads;
   const int64_t rows = B * S;
-  const int64_t group = Hq / Hkv;
-  const float lowest_bf16 = bf16_from_bits(0xff7f);  // the most negative finite bf16
-
-  const auto q = heads_from(linear(in.hidden_states, in.q_proj_weight, rows, d.hidden, Hq * D), d, Hq,
-                            in.q_norm_weight, in.cos, in.sin);
-  const auto k = heads_from(linear(in.hidden_states, in.k_proj_weight, rows, d.hidden, Hkv * D), d, Hkv,
-                            in.k_norm_weight, in.cos, in.sin);
-  const auto v = heads_from(linear(in.hidden_states, in.v_proj_weight, rows, d.hidden, Hkv * D), d, Hkv, nullptr,
-                            nullptr, nullptr);
-
-  const double scale = d.query_scale > 0.f ? d.query_scale : 1.0 / std::sqrt(double(D));
+  const Projected p = project(d, in);
   std::vector<float> attn(static_cast<size_t>(rows * Hq * D));
-  std::vector<double> score(static_cast<size_t>(S));
-  std::vector<double> p(static_cast<size_t>(S));
-  // Rounds to bf16 only in the official mode.
-  const auto rs = [&](double x) { return d.fp32_scores ? x : double(r(x)); };
   for (int64_t b = 0; b < B; ++b) {
-    for (int64_t h = 0; h < Hq; ++h) {
-      const int64_t kvh = h / group;
-      for (int64_t i = 0; i < S; ++i) {
-        const float* qi = &q[((b * Hq + h) * S + i) * D];
-        for (int64_t j = 0; j < S; ++j) {
-          const float* kj = &k[((b * Hkv + kvh) * S + j) * D];
-          double dot = 0.0;
-          for (int64_t e = 0; e < D; ++e) dot += double(qi[e]) * double(kj[e]);
-          double s = rs(rs(dot) * scale);
-          if (d.softcap > 0.f) {
-            s = rs(s / d.softcap);
-            s = rs(std::tanh(s));
-            s = rs(s * d.softcap);
-          }
-          float m = 0.f;
-          if (d.mask == Mask::kAdditive) m = in.mask[(b * S + i) * S + j];
-          if (d.mask == Mask::kCausal && (j > i || (d.window > 0 && i - j >= d.window))) m = lowest_bf16;
-          score[j] = rs(s + double(m));
-        }
-        // Softmax in fp32-or-better over the scores, probabilities rounded to bf16 (official mode).
-        double mx = -std::numeric_limits<double>::infinity();
-        for (int64_t j = 0; j < S; ++j) mx = std::max(mx, score[j]);
-        double sum = 0.0;
-        for (int64_t j = 0; j < S; ++j) {
-          p[j] = std::exp(score[j] - mx);
-          sum += p[j];
-        }
-        for (int64_t j = 0; j < S; ++j) p[j] = rs(p[j] / sum);
-        float* o = &attn[((b * S + i) * Hq + h) * D];
-        for (int64_t e = 0; e < D; ++e) {
-          double acc = 0.0;
-          for (int64_t j = 0; j < S; ++j) acc += p[j] * double(v[((b * Hkv + kvh) * S + j) * D + e]);
-          o[e] = r(acc);
-        }
-      }
-    }
+    const KeySource ks{&p.k[b * Hkv * S * D], &p.v[b * Hkv * S * D], S * D, S, 0};
+    attend(d, in, p.q, b, ks, &attn[b * S * Hq * D]);
   }
   const auto y = linear(attn.data(), in.o_proj_weight, rows, Hq * D, d.hidden);
   std::copy(y.begin(), y.end(), out);
   if (steps != nullptr) {
-    steps->q = q;
-    steps->k = k;
-    steps->v = v;
+    steps->q = p.q;
+    steps->k = p.k;
+    steps->v = p.v;
     steps->attn = attn;
   }
+}
+
+bool gemma3_attention_cached(const Gemma3Dims& d, const Gemma3Inputs& in, const Gemma3Cache& cache, float* out) {
+  const int64_t B = d.batch, S = d.seq_len, D = d.head_dim, Hq = d.num_q_heads, Hkv = d.num_kv_heads;
+  if (d.mask == Mask::kAdditive || cache.k == nullptr || cache.v == nullptr || cache.seqlens == nullptr) return false;
+  for (int64_t b = 0; b < B; ++b) {
+    if (cache.seqlens[b] < 0 || cache.seqlens[b] + S > cache.max_len) return false;
+  }
+  const Projected p = project(d, in);
+  std::vector<float> attn(static_cast<size_t>(B * S * Hq * D));
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t len = cache.seqlens[b];
+    // The new tokens' k and v (as the layer stores them: bf16) into the slots after the cached ones.
+    for (int64_t h = 0; h < Hkv; ++h) {
+      for (int64_t s = 0; s < S; ++s) {
+        const int64_t src = ((b * Hkv + h) * S + s) * D, dst = ((b * Hkv + h) * cache.max_len + len + s) * D;
+        std::copy(&p.k[src], &p.k[src] + D, &cache.k[dst]);
+        std::copy(&p.v[src], &p.v[src] + D, &cache.v[dst]);
+      }
+    }
+    const int64_t base = b * Hkv * cache.max_len * D;
+    const KeySource ks{&cache.k[base], &cache.v[base], cache.max_len * D, len + S, len};
+    attend(d, in, p.q, b, ks, &attn[b * S * Hq * D]);
+  }
+  const auto y = linear(attn.data(), in.o_proj_weight, B * S, Hq * D, d.hidden);
+  std::copy(y.begin(), y.end(), out);
+  return true;
 }
 
 }  // namespace gk_ref

@@ -54,6 +54,21 @@ struct Gemma3Intermediates {
 };
 void gemma3_attention(const Gemma3Dims& dims, const Gemma3Inputs& in, float* out, Gemma3Intermediates* steps);
 
+// A key/value cache in Hugging Face's StaticCache layout: k and v [B, Hkv, max_len, D] (bf16-representable floats),
+// seqlens [B] tokens already cached per sequence at positions 0 .. seqlens[b] - 1.
+struct Gemma3Cache {
+  float* k;
+  float* v;
+  int64_t max_len;
+  const int64_t* seqlens;
+};
+// The layer for dims.seq_len new tokens per sequence with a cache: their k and v go to positions seqlens[b] ..
+// seqlens[b] + seq_len - 1 of the cache, and new query i (at absolute position seqlens[b] + i, which its cos and
+// sin describe) attends over the cached and new keys, causally (within dims.window if set) in causal mode, or over
+// all of them with no mask. False, changing nothing, where the call cannot be made: an additive mask, a cache too
+// short for a sequence's cached and new tokens, a negative length.
+bool gemma3_attention_cached(const Gemma3Dims& dims, const Gemma3Inputs& in, const Gemma3Cache& cache, float* out);
+
 struct AudioDims {
   int64_t batch, seq_len, hidden, num_heads, head_dim;
   float eps;

@@ -48,6 +48,10 @@ class KernelLaunch {
   bool empty() const { return kernel_ == nullptr; }
   // Whether it goes programmatically behind the kernel before it: known to some callers only when they issue it.
   void set_programmatic(bool on) { shape_.programmatic = on; }
+  const LaunchShape& shape() const { return shape_; }
+  // The stored arguments as the launch passes them (tests read them back).
+  int arg_count() const { return count_; }
+  const void* arg(int i) const { return storage_ + offset_[i]; }
 
   // One runtime call. On failure the (non-sticky) error is cleared, so it is reported once, by this status.
   Status issue(const char* op, cudaStream_t stream) const {
