@@ -1,7 +1,9 @@
 // Gemma3 attention layer on the GPU, one plain kernel per step of the definition. Rounds to bf16 exactly where
 // the CPU reference does; accumulates in fp32 like the framework reference.
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <vector>
 
 #include "reference_gpu.hpp"
 
@@ -42,8 +44,13 @@ __global__ void heads_kernel(const bf16* proj, bf16* out, int64_t B, int64_t S, 
 
 struct AttnArgs {
   const bf16* q;  // [B,Hq,S,D]
-  const bf16* k;  // [B,Hkv,S,D]
+  // [B,Hkv,kv_len,D]: this call's keys and values (kv_len = S), or a cache's (kv_len = its capacity), of which
+  // batch element b has keys[b] (S without a cache) and its queries sit at positions p0[b] + i (0 without one)
+  const bf16* k;
   const bf16* v;
+  int64_t kv_len;
+  const int64_t* keys;
+  const int64_t* p0;
   const bf16* mask;
   bf16* attn;  // [B,S,Hq*D]
   int64_t S, D, Hq, group;
@@ -70,18 +77,19 @@ __device__ float block_reduce(float v, float* red, bool is_max) {
 // One block per (b, h, query row i); the row of scores lives in shared memory.
 __global__ void attention_row_kernel(const AttnArgs a) {
   extern __shared__ float smem[];
-  float* scores = smem;         // [S]
-  float* red = smem + a.S;      // [32]
   const int64_t i = blockIdx.x % a.S;
   const int64_t h = (blockIdx.x / a.S) % a.Hq;
   const int64_t b = blockIdx.x / (a.S * a.Hq);
+  const int64_t keys = a.keys ? a.keys[b] : a.S, pos = (a.p0 ? a.p0[b] : 0) + i;
+  float* scores = smem;       // [keys]
+  float* red = smem + keys;   // [32]
   const int64_t Hkv = a.Hq / a.group, kvh = h / a.group;
   const bf16* qi = a.q + ((b * a.Hq + h) * a.S + i) * a.D;
-  const bf16* kb = a.k + (b * Hkv + kvh) * a.S * a.D;
-  const bf16* vb = a.v + (b * Hkv + kvh) * a.S * a.D;
+  const bf16* kb = a.k + (b * Hkv + kvh) * a.kv_len * a.D;
+  const bf16* vb = a.v + (b * Hkv + kvh) * a.kv_len * a.D;
   const float lowest_bf16 = -3.3895313892515355e38f;
 
-  for (int64_t j = threadIdx.x; j < a.S; j += blockDim.x) {
+  for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) {
     // 16-byte loads of the key row (D % 8 == 0 is required by the caller); products summed in dim order.
     float dot = 0.f;
     const uint4* krow = reinterpret_cast<const uint4*>(kb + j * a.D);
@@ -99,39 +107,59 @@ __global__ void attention_row_kernel(const AttnArgs a) {
     }
     float m = 0.f;
     if (a.mask_mode == 1) m = float(a.mask[(b * a.S + i) * a.S + j]);
-    if (a.mask_mode == 0 && (j > i || (a.window > 0 && i - j >= a.window))) m = lowest_bf16;
+    if (a.mask_mode == 0 && (j > pos || (a.window > 0 && pos - j >= a.window))) m = lowest_bf16;
     scores[j] = rs(s + m);
   }
   float mx = -INFINITY;
-  for (int64_t j = threadIdx.x; j < a.S; j += blockDim.x) mx = fmaxf(mx, scores[j]);
+  for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) mx = fmaxf(mx, scores[j]);
   mx = block_reduce(mx, red, true);
   float sum = 0.f;
-  for (int64_t j = threadIdx.x; j < a.S; j += blockDim.x) {
+  for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) {
     scores[j] = expf(scores[j] - mx);
     sum += scores[j];
   }
   sum = block_reduce(sum, red, false);
-  for (int64_t j = threadIdx.x; j < a.S; j += blockDim.x) {
+  for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) {
     scores[j] = a.fp32_scores ? scores[j] / sum : rb(scores[j] / sum);
   }
   __syncthreads();
   for (int64_t e = threadIdx.x; e < a.D; e += blockDim.x) {
     float acc = 0.f;
-    for (int64_t j = 0; j < a.S; ++j) acc += scores[j] * float(vb[j * a.D + e]);
+    for (int64_t j = 0; j < keys; ++j) acc += scores[j] * float(vb[j * a.D + e]);
     a.attn[((b * a.S + i) * a.Hq + h) * a.D + e] = __float2bfloat16_rn(acc);
   }
 }
 
-}  // namespace
+// The new tokens' k and v into the cache slots after each sequence's cached ones: one thread per element.
+__global__ void cache_write_kernel(const bf16* k, const bf16* v, bf16* ck, bf16* cv, int64_t B, int64_t H, int64_t S,
+                                   int64_t D, int64_t max_len, const int64_t* lens) {
+  const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= B * H * S * D) return;
+  const int64_t e = idx % D, s = (idx / D) % S, bh = idx / (D * S), b = bh / H;
+  const int64_t dst = (bh * max_len + lens[b] + s) * D + e;
+  ck[dst] = k[idx];
+  cv[dst] = v[idx];
+}
 
-cudaError_t gemma3_attention(const gk_ref::Gemma3Dims& d, const Gemma3DeviceInputs& in, bf16* out,
-                             cudaStream_t stream) {
-  if (d.seq_len > kMaxSeqLen || d.head_dim % 8 != 0) return cudaErrorInvalidValue;
+// The layer with or without a cache (cache.k null: without). `lens` is the host's copy of the cached lengths.
+cudaError_t layer(const gk_ref::Gemma3Dims& d, const Gemma3DeviceInputs& in, const Gemma3DeviceCache& cache, bf16* out,
+                  cudaStream_t stream) {
+  const bool cached = cache.k != nullptr;
+  if (d.head_dim % 8 != 0) return cudaErrorInvalidValue;
   const int64_t B = d.batch, S = d.seq_len, D = d.head_dim, Hq = d.num_q_heads, Hkv = d.num_kv_heads;
+  int64_t max_keys = S;
+  if (cached) {
+    if (d.mask == gk_ref::Mask::kAdditive || cache.v == nullptr || cache.seqlens == nullptr) return cudaErrorInvalidValue;
+    for (int64_t b = 0; b < B; ++b) {
+      if (cache.seqlens[b] < 0 || cache.seqlens[b] + S > cache.max_len) return cudaErrorInvalidValue;
+      max_keys = std::max(max_keys, cache.seqlens[b] + S);
+    }
+  }
+  if (max_keys > kMaxSeqLen) return cudaErrorInvalidValue;
   const int64_t rows = B * S;
   bf16* buf = nullptr;
   const int64_t proj_elems = rows * (Hq + 2 * Hkv) * D;
-  const int64_t total = 2 * proj_elems + rows * Hq * D;
+  const int64_t total = 2 * proj_elems + rows * Hq * D + (cached ? 8 * B : 0);  // + lens and key counts: 2B int64
   cudaError_t err = cudaMallocAsync(&buf, size_t(total) * sizeof(bf16), stream);
   if (err != cudaSuccess) return err;
   bf16* pq = buf;
@@ -141,6 +169,8 @@ cudaError_t gemma3_attention(const gk_ref::Gemma3Dims& d, const Gemma3DeviceInpu
   bf16* hk = hq + rows * Hq * D;
   bf16* hv = hk + rows * Hkv * D;
   bf16* attn = buf + 2 * proj_elems;
+  int64_t* dev_lens = reinterpret_cast<int64_t*>(attn + rows * Hq * D);  // 8-byte aligned: D is a multiple of 8
+  int64_t* dev_keys = dev_lens + B;
 
   auto step = [&](cudaError_t e) {
     if (err == cudaSuccess) err = e;
@@ -162,6 +192,23 @@ cudaError_t gemma3_attention(const gk_ref::Gemma3Dims& d, const Gemma3DeviceInpu
   a.q = hq;
   a.k = hk;
   a.v = hv;
+  a.kv_len = S;
+  if (cached) {
+    std::vector<int64_t> keys(cache.seqlens, cache.seqlens + B);
+    for (auto& k : keys) k += S;
+    step(cudaMemcpyAsync(dev_lens, cache.seqlens, size_t(B) * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
+    step(cudaMemcpyAsync(dev_keys, keys.data(), size_t(B) * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
+    step(cudaStreamSynchronize(stream));  // `keys` is a host temporary
+    const int64_t n = B * Hkv * S * D;
+    cache_write_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(hk, hv, cache.k, cache.v, B, Hkv, S,
+                                                                                    D, cache.max_len, dev_lens);
+    step(cudaGetLastError());
+    a.k = cache.k;
+    a.v = cache.v;
+    a.kv_len = cache.max_len;
+    a.keys = dev_keys;
+    a.p0 = dev_lens;
+  }
   a.mask = in.mask;
   a.attn = attn;
   a.S = S;
@@ -173,7 +220,7 @@ cudaError_t gemma3_attention(const gk_ref::Gemma3Dims& d, const Gemma3DeviceInpu
   a.mask_mode = d.mask == gk_ref::Mask::kCausal ? 0 : d.mask == gk_ref::Mask::kAdditive ? 1 : 2;
   a.window = d.window;
   a.fp32_scores = d.fp32_scores;
-  const size_t smem = size_t(S + 32) * sizeof(float);
+  const size_t smem = size_t(max_keys + 32) * sizeof(float);
   step(cudaFuncSetAttribute(attention_row_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   if (err == cudaSuccess) {
     attention_row_kernel<<<static_cast<unsigned>(B * Hq * S), 128, smem, stream>>>(a);
@@ -183,6 +230,19 @@ cudaError_t gemma3_attention(const gk_ref::Gemma3Dims& d, const Gemma3DeviceInpu
   step(cudaFreeAsync(buf, stream));
   step(cudaStreamSynchronize(stream));
   return err;
+}
+
+}  // namespace
+
+cudaError_t gemma3_attention(const gk_ref::Gemma3Dims& d, const Gemma3DeviceInputs& in, bf16* out,
+                             cudaStream_t stream) {
+  return layer(d, in, Gemma3DeviceCache{}, out, stream);
+}
+
+cudaError_t gemma3_attention_cached(const gk_ref::Gemma3Dims& d, const Gemma3DeviceInputs& in,
+                                    const Gemma3DeviceCache& cache, bf16* out, cudaStream_t stream) {
+  if (cache.k == nullptr) return cudaErrorInvalidValue;
+  return layer(d, in, cache, out, stream);
 }
 
 }  // namespace gk_ref_gpu

@@ -30,6 +30,19 @@ constexpr int64_t kMaxSeqLen = 49152;
 cudaError_t gemma3_attention(const gk_ref::Gemma3Dims& dims, const Gemma3DeviceInputs& in, __nv_bfloat16* out,
                              cudaStream_t stream);
 
+// A key/value cache as gk_ref::Gemma3Cache describes it, on the device: k and v [B, Hkv, max_len, D]; seqlens, the
+// cached lengths, on the host.
+struct Gemma3DeviceCache {
+  __nv_bfloat16* k = nullptr;
+  __nv_bfloat16* v = nullptr;
+  int64_t max_len = 0;
+  const int64_t* seqlens = nullptr;
+};
+// gk_ref::gemma3_attention_cached on the device (cudaErrorInvalidValue, nothing written, where that one refuses,
+// or past kMaxSeqLen keys).
+cudaError_t gemma3_attention_cached(const gk_ref::Gemma3Dims& dims, const Gemma3DeviceInputs& in,
+                                    const Gemma3DeviceCache& cache, __nv_bfloat16* out, cudaStream_t stream);
+
 // Outputs in double, [B,S,H,D] each.
 cudaError_t audio_qkv(const gk_ref::AudioDims& dims, const float* hidden_states, const float* q_proj_weight,
                       const float* k_proj_weight, const float* v_proj_weight, const float* q_norm_weight,
