@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -44,6 +45,34 @@ TEST(Suites, BuiltInAudioSuiteMatchesTheSpec) {
   EXPECT_EQ(c.precision, GK_PRECISION_EXACT);
 }
 
+TEST(Suites, BuiltInModelSuiteGivesEachWorkloadItsModel) {
+  const auto& s = builtin_suite("gemma3");
+  EXPECT_EQ(s.op, "gemma3_attention");
+  ASSERT_EQ(s.workloads.size(), 32u);  // 4 models x {global, local} x 4 shapes
+  int local = 0;
+  for (const auto& w : s.workloads) {
+    const auto c = gk_testkit::gemma3_config(s, w);
+    EXPECT_EQ(c.softcap, 0.f) << w.label;  // the released models have none
+    EXPECT_EQ(c.mask_mode, GK_MASK_CAUSAL);
+    EXPECT_EQ(w.label.find("local") != std::string::npos, c.sliding_window > 0) << w.label;
+    local += c.sliding_window > 0;
+    if (w.label == "27B local" && w.seq_len == 8192) {
+      EXPECT_EQ(c.hidden, 5376);
+      EXPECT_EQ(c.num_q_heads, 32);
+      EXPECT_EQ(c.num_kv_heads, 16);
+      EXPECT_EQ(c.head_dim, 128);
+      EXPECT_EQ(c.sliding_window, 1024);
+      EXPECT_FLOAT_EQ(c.query_scale, 1.f / std::sqrt(168.f));
+    }
+    if (w.label == "1B local") {
+      EXPECT_EQ(c.head_dim, 256);
+      EXPECT_EQ(c.sliding_window, 512);
+      EXPECT_FLOAT_EQ(c.query_scale, 1.f / 16.f);
+    }
+  }
+  EXPECT_EQ(local, 16);
+}
+
 TEST(Suites, UnknownSuiteNamesTheKnownOnes) {
   try {
     builtin_suite("999");
@@ -74,6 +103,16 @@ TEST(Suites, ParseErrorsAreSpecific) {
   const auto ok = parse_suite(head + R"("workloads":[{"batch":3,"seq_len":5,"atol":0.1,"rtol":0.2}]})");
   EXPECT_EQ(ok.workloads.at(0).seq_len, 5);
   EXPECT_THROW(ok.constant("hidden"), std::runtime_error);
+  // A workload's own configuration overrides the suite's constants; other keys fall back.
+  const auto own = parse_suite(R"({"id":"x","operator":"gemma3_attention","constants":{"hidden":64,"eps":1e-6},)"
+                               R"("required_matched_ratio":0.99,"workloads":[{"label":"wide","batch":1,"seq_len":2,)"
+                               R"("atol":0,"rtol":0,"config":{"hidden":128,"window":4}}]})");
+  EXPECT_EQ(own.workloads.at(0).label, "wide");
+  EXPECT_EQ(own.value(own.workloads.at(0), "hidden"), 128);
+  EXPECT_EQ(own.value(own.workloads.at(0), "eps"), 1e-6);
+  EXPECT_EQ(own.value(own.workloads.at(0), "query_scale", 0.0), 0.0);
+  EXPECT_NE(error_of(head + R"("workloads":[{"batch":1,"seq_len":1,"atol":0,"rtol":0,"config":3}]})").find("'config' must be an object"),
+            std::string::npos);
 }
 
 }  // namespace

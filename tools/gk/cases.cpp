@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <map>
 #include <stdexcept>
 
 #include "commands.hpp"
@@ -58,6 +59,7 @@ Case suite_case(const Suite& s, const Workload& w, const ShapeOptions& o) {
   c.required = s.required_matched_ratio;
   c.batch = w.batch;
   c.seq_len = w.seq_len;
+  c.tag = w.label;
   return c;
 }
 
@@ -182,13 +184,25 @@ std::vector<Case> build_cases(const ShapeOptions& o) {
   if (!any_gemma3 && weights != gk_testkit::WeightLayout::kSeparate) {
     throw UsageError("--weights applies to the gemma3 operator only");
   }
-  for (const auto& c : cases) {
+  std::vector<Case> runnable;
+  std::map<std::pair<std::string, std::string>, int> left_out;  // by suite and reason
+  for (auto& c : cases) {
     size_t bytes = 0;
     const gk::Status s = c.gemma3 ? gk::gemma3_attention_workspace_size(c.g, &bytes)
                                   : gk::audio_qkv_workspace_size(c.a, &bytes);
+    if (s.code() == GK_STATUS_NOT_SUPPORTED && c.suite_id != "custom") {
+      ++left_out[{c.suite_id, s.message()}];
+      continue;
+    }
     if (!s.ok()) throw UsageError(s.message());
+    runnable.push_back(std::move(c));
   }
-  return cases;
+  for (const auto& [why, n] : left_out) {
+    std::fprintf(stderr, "gk: suite %s: %d workload(s) left out, not supported by this build: %s\n",
+                 why.first.c_str(), n, why.second.c_str());
+  }
+  if (runnable.empty()) throw UsageError("no workload to run: this build supports none of them");
+  return runnable;
 }
 
 }  // namespace gk_cli

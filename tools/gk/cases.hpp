@@ -37,11 +37,15 @@ struct Case {
   double atol = 0, rtol = 0, required = 0.99;
   gk_testkit::WeightLayout weights = gk_testkit::WeightLayout::kSeparate;
   int64_t batch = 0, seq_len = 0;
-  std::string label() const { return "B=" + std::to_string(batch) + " S=" + std::to_string(seq_len); }
+  std::string tag;  // the workload's own label (e.g. "27B local"), before (B, S)
+  std::string label() const {
+    return (tag.empty() ? "" : tag + " ") + "B=" + std::to_string(batch) + " S=" + std::to_string(seq_len);
+  }
 };
 
 // A suite (or all of them), one workload of a suite, or the custom shape when no suite is named. Every case is
-// validated with the library's own checks; problems are reported as UsageError.
+// validated with the library's own checks; problems are reported as UsageError, except a suite's workloads that
+// this build does not support yet (NOT_SUPPORTED, e.g. head_dim 256), which are left out with a note on stderr.
 std::vector<Case> build_cases(const ShapeOptions& o);
 
 gk_precision parse_precision(const std::string& p);

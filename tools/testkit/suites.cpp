@@ -9,6 +9,17 @@ namespace gk_testkit {
 extern const char* const kEmbeddedSuites[];  // suites_embedded.cpp (generated)
 extern const int kEmbeddedSuiteCount;
 
+double Suite::value(const Workload& w, const std::string& name) const {
+  const auto it = w.config.find(name);
+  return it != w.config.end() ? it->second : constant(name);
+}
+
+double Suite::value(const Workload& w, const std::string& name, double fallback) const {
+  const auto it = w.config.find(name);
+  if (it != w.config.end()) return it->second;
+  return constants.count(name) ? constants.at(name) : fallback;
+}
+
 double Suite::constant(const std::string& name) const {
   auto it = constants.find(name);
   if (it == constants.end()) throw std::runtime_error("suite " + id + ": constant '" + name + "' is missing");
@@ -47,6 +58,11 @@ Suite parse_suite(const std::string& text) {
       w.atol = need(wl[i], "atol", w_where).get<double>();
       w.rtol = need(wl[i], "rtol", w_where).get<double>();
       w.nvidia_b200_sol_us = wl[i].value("nvidia_b200_sol_us", 0.0);
+      w.label = wl[i].value("label", "");
+      if (wl[i].contains("config")) {
+        if (!wl[i].at("config").is_object()) throw std::runtime_error(w_where + ": 'config' must be an object");
+        for (const auto& [k, v] : wl[i].at("config").items()) w.config[k] = v.get<double>();
+      }
       if (w.batch < 1 || w.seq_len < 1 || w.atol < 0 || w.rtol < 0) {
         throw std::runtime_error(w_where + ": batch and seq_len must be >= 1, tolerances >= 0");
       }
@@ -80,15 +96,16 @@ gk_gemma3_attention_config gemma3_config(const Suite& s, const Workload& w) {
   gk_gemma3_attention_config c{};
   c.batch = w.batch;
   c.seq_len = w.seq_len;
-  c.hidden = static_cast<int64_t>(s.constant("hidden"));
-  c.num_q_heads = static_cast<int64_t>(s.constant("num_q_heads"));
-  c.num_kv_heads = static_cast<int64_t>(s.constant("num_kv_heads"));
-  c.head_dim = static_cast<int64_t>(s.constant("head_dim"));
-  c.softcap = static_cast<float>(s.constant("softcap"));
-  c.rms_norm_eps = static_cast<float>(s.constant("eps"));
-  c.norm_weight_offset = static_cast<float>(s.constant("norm_weight_offset"));
-  c.query_scale = 0.f;
+  c.hidden = static_cast<int64_t>(s.value(w, "hidden"));
+  c.num_q_heads = static_cast<int64_t>(s.value(w, "num_q_heads"));
+  c.num_kv_heads = static_cast<int64_t>(s.value(w, "num_kv_heads"));
+  c.head_dim = static_cast<int64_t>(s.value(w, "head_dim"));
+  c.softcap = static_cast<float>(s.value(w, "softcap"));
+  c.rms_norm_eps = static_cast<float>(s.value(w, "eps"));
+  c.norm_weight_offset = static_cast<float>(s.value(w, "norm_weight_offset"));
+  c.query_scale = static_cast<float>(s.value(w, "query_scale", 0.0));
   c.mask_mode = GK_MASK_CAUSAL;
+  c.sliding_window = static_cast<int64_t>(s.value(w, "window", 0.0));
   return c;
 }
 
