@@ -47,8 +47,10 @@ Case suite_case(const Suite& s, const Workload& w, const ShapeOptions& o) {
                        "--op gemma3 -b B -s S --mask none");
     }
     if (c.g.mask_mode != GK_MASK_CAUSAL) c.suite_title += " [mask mode: " + o.mask + "]";
-    c.g.sliding_window = o.window;
-    if (o.window > 0) c.suite_title += " [sliding window: " + std::to_string(o.window) + "]";
+    if (o.window > 0) {  // a window on every workload (the models suite's local layers have their own)
+      c.g.sliding_window = o.window;
+      c.suite_title += " [sliding window: " + std::to_string(o.window) + "]";
+    }
     // Not the suites' layout either (SOL-ExecBench's harness allocates the three weights apart).
     if (o.weights != "separate") c.suite_title += " [weights: " + o.weights + "]";
   } else {
