@@ -143,6 +143,8 @@ if [ $TIMING -eq 1 ]; then
   step "gk bench 054 exact" "$BUILD/bin/gk" bench --suite 054 --precision exact
   # What the SOL-ExecBench 047 package runs: the suite's causal mask as a tensor (additive mode).
   step "gk bench 047 additive mask" "$BUILD/bin/gk" bench --suite 047 --mask additive --json "$OUT/bench/gk-bench-additive.json"
+  # The released models' layers (what this build supports of them; sliding windows on the local ones).
+  [ $QUICK -eq 1 ] || bench new "$BUILD/bin/gk" gemma3 --breakdown
 fi
 
 if [ $PROFILE -eq 1 ] && command -v ncu > /dev/null; then

@@ -150,6 +150,10 @@ cudaError_t layer(const gk_ref::Gemma3Dims& d, const Gemma3DeviceInputs& in, con
   int64_t max_keys = S;
   if (cached) {
     if (d.mask == gk_ref::Mask::kAdditive || cache.v == nullptr || cache.seqlens == nullptr) return cudaErrorInvalidValue;
+    // 16-byte key loads (attention_row_kernel): rows of D (a multiple of 8) from 16-byte aligned bases.
+    if (reinterpret_cast<uintptr_t>(cache.k) % 16 != 0 || reinterpret_cast<uintptr_t>(cache.v) % 16 != 0) {
+      return cudaErrorInvalidValue;
+    }
     for (int64_t b = 0; b < B; ++b) {
       if (cache.seqlens[b] < 0 || cache.seqlens[b] + S > cache.max_len) return cudaErrorInvalidValue;
       max_keys = std::max(max_keys, cache.seqlens[b] + S);

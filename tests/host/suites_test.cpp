@@ -113,6 +113,9 @@ TEST(Suites, ParseErrorsAreSpecific) {
   EXPECT_EQ(own.value(own.workloads.at(0), "query_scale", 0.0), 0.0);
   EXPECT_NE(error_of(head + R"("workloads":[{"batch":1,"seq_len":1,"atol":0,"rtol":0,"config":3}]})").find("'config' must be an object"),
             std::string::npos);
+  EXPECT_NE(error_of(head + R"("workloads":[{"batch":1,"seq_len":1,"atol":0,"rtol":0,"config":{"window":4}}]})")
+                .find("unknown config key 'window'"),  // an audio suite has no window
+            std::string::npos);
 }
 
 }  // namespace

@@ -42,6 +42,10 @@ Case suite_case(const Suite& s, const Workload& w, const ShapeOptions& o) {
     c.g = gk_testkit::gemma3_config(s, w);
     // The suite's mask is causal; --mask additive passes it as a tensor (what SOL-ExecBench's harness does).
     c.g.mask_mode = parse_mask(o.mask);
+    if (c.g.mask_mode != GK_MASK_CAUSAL && c.g.sliding_window > 0) {
+      throw UsageError("--mask " + o.mask + ": suite " + s.id + "'s sliding-window workloads (" + w.label +
+                       ") run in causal mode only");
+    }
     if (c.g.mask_mode == GK_MASK_NONE) {
       throw UsageError("--mask none would change the suite's workload (its mask is causal); use a custom shape: "
                        "--op gemma3 -b B -s S --mask none");

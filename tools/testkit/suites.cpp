@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
 #include <stdexcept>
 
 namespace gk_testkit {
@@ -61,7 +62,16 @@ Suite parse_suite(const std::string& text) {
       w.label = wl[i].value("label", "");
       if (wl[i].contains("config")) {
         if (!wl[i].at("config").is_object()) throw std::runtime_error(w_where + ": 'config' must be an object");
-        for (const auto& [k, v] : wl[i].at("config").items()) w.config[k] = v.get<double>();
+        // Only the operator's own keys: a misspelt one would otherwise run the suite's value silently.
+        static const std::set<std::string> gemma3_keys = {"hidden", "num_q_heads", "num_kv_heads", "head_dim",
+                                                          "softcap", "eps", "norm_weight_offset", "query_scale",
+                                                          "window"};
+        static const std::set<std::string> audio_keys = {"hidden", "num_heads", "head_dim", "eps"};
+        const auto& known = s.op == "gemma3_attention" ? gemma3_keys : audio_keys;
+        for (const auto& [k, v] : wl[i].at("config").items()) {
+          if (!known.count(k)) throw std::runtime_error(w_where + ": unknown config key '" + k + "'");
+          w.config[k] = v.get<double>();
+        }
       }
       if (w.batch < 1 || w.seq_len < 1 || w.atol < 0 || w.rtol < 0) {
         throw std::runtime_error(w_where + ": batch and seq_len must be >= 1, tolerances >= 0");
@@ -113,10 +123,10 @@ gk_audio_qkv_config audio_config(const Suite& s, const Workload& w, gk_precision
   gk_audio_qkv_config c{};
   c.batch = w.batch;
   c.seq_len = w.seq_len;
-  c.hidden = static_cast<int64_t>(s.constant("hidden"));
-  c.num_heads = static_cast<int64_t>(s.constant("num_heads"));
-  c.head_dim = static_cast<int64_t>(s.constant("head_dim"));
-  c.eps = static_cast<float>(s.constant("eps"));
+  c.hidden = static_cast<int64_t>(s.value(w, "hidden"));
+  c.num_heads = static_cast<int64_t>(s.value(w, "num_heads"));
+  c.head_dim = static_cast<int64_t>(s.value(w, "head_dim"));
+  c.eps = static_cast<float>(s.value(w, "eps"));
   c.precision = precision;
   return c;
 }
