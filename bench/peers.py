@@ -7,17 +7,21 @@ Run on the GPU machine (torch, matplotlib):
 The tables and charts come from bench/render.py, which can also re-merge new `gk bench` numbers with a stored
 peers.json without timing the peers again.
 
-Peers, each on the suite's inputs (SPEC.md's recipe):
-  047  eager      PyTorch eager, the layer re-stated from SPEC.md (scripts/torch_reference.py)
-       flex       cuBLAS projections, compiled norm+RoPE, FlexAttention with a softcap score_mod (compiled;
-                  the compile happens before timing)
-       sdpa       as flex, but torch SDPA (cuDNN/flash) without softcap: NOT the same function, for scale
+Peers, each on the suite's inputs (docs/spec.md's recipe), with each workload's own configuration (the gemma3
+suite's models and windows):
+  047, gemma3  eager  PyTorch eager, the layer re-stated from the specification (scripts/torch_reference.py);
+                      not run past S = 8192 (it materializes B*H*S^2 scores)
+               flex   cuBLAS projections, compiled norm+RoPE, FlexAttention with a softcap score_mod where there is
+                      a softcap and the window in its block mask (compiled; the compile happens before timing)
+               sdpa   as flex, but torch SDPA: causal, or the window as a boolean mask; without a softcap (with
+                      one, as in 047, NOT the same function: for scale)
   054  fp32       cuBLAS fp32 GEMMs + torch norms (the re-statement)
        tf32       the same with cuBLAS tf32 (inputs are not rounded to nearest: watch the check column)
 Protocol: every peer call is captured in a CUDA graph per input set (3 sets, rotated); before every replay a
 buffer of 2x the L2 size is zeroed; CUDA events around the replay (no host launch overhead, like the CUPTI span
 gk bench reports); 10 warm-up + 50 timed replays; median. Each peer's output is judged with the official rule
-against the eager re-statement (047) or a float64 evaluation (054).
+against the eager re-statement (047, gemma3; past S = 8192 on the last 512 query rows only) or a float64
+evaluation (054).
 """
 import argparse
 import json
@@ -36,7 +40,7 @@ from torch_reference import (BF16, audio_inputs, audio_qkv, gemma3_inputs, gemma
                              rotate_half)
 
 sys.path.insert(0, str(ROOT / "bench"))
-from render import load_ours, peers_of, write_suite  # noqa: E402
+from render import load_ours, peers_of, workload_label, write_suite  # noqa: E402
 
 def log(msg):
     print(msg, flush=True)
@@ -88,18 +92,26 @@ def make_norm_rope(cfg):
     return torch.compile(norm_rope, dynamic=True)
 
 
-def gemma3_peers(cfg, names):
-    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+# Past this length the eager peer is not run and the other peers are judged on the last kTruthRows query rows.
+kEagerMaxSeqLen = 8192
+kTruthRows = 512
+
+
+def gemma3_peers(cfg, names, norm_rope, flex):
+    from torch.nn.attention.flex_attention import create_block_mask
 
     d, hq, hkv, cap = cfg["head_dim"], cfg["num_q_heads"], cfg["num_kv_heads"], cfg["softcap"]
-    norm_rope = make_norm_rope(cfg)
-    flex = torch.compile(flex_attention, dynamic=False)
+    window = int(cfg.get("window", 0))
+    scale = cfg.get("query_scale") or d ** -0.5
 
     def softcap(score, b, h, q_idx, kv_idx):
         return cap * torch.tanh(score / cap)
 
     def causal(b, h, q_idx, kv_idx):
         return q_idx >= kv_idx
+
+    def banded(b, h, q_idx, kv_idx):
+        return (q_idx >= kv_idx) & (q_idx - kv_idx < window)
 
     def project(t):
         b, s, _ = t["x"].shape
@@ -112,26 +124,37 @@ def gemma3_peers(cfg, names):
         b, _, s, _ = o.shape
         return F.linear(o.transpose(1, 2).reshape(b, s, hq * d), t["wo"])
 
-    def eager(t):
+    def eager(t, rows=None):
         return gemma3_layer(t["x"], t["cos"], t["sin"], t["mask"], t["wq"], t["wk"], t["wv"], t["wo"], t["qn"],
-                            t["kn"], cfg)
+                            t["kn"], cfg, rows=rows)
 
     def flex_layer(t, block_mask):
         q, k, v = project(t)
-        o = flex(q, k, v, score_mod=softcap, block_mask=block_mask, scale=d ** -0.5, enable_gqa=True)
+        o = flex(q, k, v, score_mod=softcap if cap > 0 else None, block_mask=block_mask, scale=scale,
+                 enable_gqa=True)
         return finish(o, t)
 
-    def sdpa_layer(t):
+    def sdpa_layer(t, band):
         q, k, v = project(t)
-        o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=d ** -0.5, enable_gqa=True)
+        if band is None:
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=True)
+        else:
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=band, scale=scale, enable_gqa=True)
         return finish(o, t)
 
     def build(name, s):
         if name == "eager":
+            if s > kEagerMaxSeqLen:
+                raise RuntimeError(f"not run past S = {kEagerMaxSeqLen} (B*H*S^2 scores)")
             return eager
         if name == "sdpa":
-            return sdpa_layer
-        block_mask = create_block_mask(causal, B=None, H=None, Q_LEN=s, KV_LEN=s, device="cuda")
+            band = None
+            if window > 0:
+                i = torch.arange(s, device="cuda")
+                band = (i[:, None] >= i[None, :]) & (i[:, None] - i[None, :] < window)
+            return lambda t: sdpa_layer(t, band)
+        block_mask = create_block_mask(banded if window > 0 else causal, B=None, H=None, Q_LEN=s, KV_LEN=s,
+                                       device="cuda")
         return lambda t: flex_layer(t, block_mask)
 
     return {n: build for n in names}, eager
@@ -154,18 +177,24 @@ def run_audio(t, cfg):
 
 # ---- driver ----------------------------------------------------------------------------------------------------
 def bench_suite(suite, peers, timer, sets, seed):
-    cfg = suite["constants"]
     results = {}
     if suite["operator"] == "gemma3_attention":
-        builders, eager = gemma3_peers(cfg, peers)  # once per suite: compiled functions are reused across shapes
+        # Once per suite: the compiled functions are reused across shapes and configurations.
+        norm_rope = make_norm_rope(suite["constants"])
+        from torch.nn.attention.flex_attention import flex_attention
+        flex = torch.compile(flex_attention, dynamic=False)
     for idx, w in enumerate(suite["workloads"]):
         b, s = w["batch"], w["seq_len"]
-        label = f"B={b} S={s}"
+        cfg = dict(suite["constants"], **w.get("config", {}))  # the workload's own configuration
+        label = workload_label(w)
         gen = torch.Generator(device="cuda").manual_seed(seed + idx)
+        rows = None  # every output row judged
         if suite["operator"] == "gemma3_attention":
+            builders, eager = gemma3_peers(cfg, peers, norm_rope, flex)
             inputs = [gemma3_inputs(cfg, b, s, gen) for _ in range(sets)]
+            rows = slice(s - kTruthRows, s) if s > kEagerMaxSeqLen else None
             with torch.no_grad():
-                truth = eager(inputs[0])
+                truth = eager(inputs[0], rows)
         else:
             inputs = [audio_inputs(cfg, b, s, gen) for _ in range(sets)]
             with torch.no_grad():
@@ -180,7 +209,8 @@ def bench_suite(suite, peers, timer, sets, seed):
                         fn = builders[name](name, s)
                         caps = [capture(fn, (inp,)) for inp in inputs]
                         caps[0][0].replay()  # a captured graph has not run yet
-                        check = judge(caps[0][1], truth, w["atol"], w["rtol"])
+                        out = caps[0][1] if rows is None else caps[0][1][:, rows]
+                        check = judge(out, truth, w["atol"], w["rtol"])
                     else:
                         set_tf32(name == "tf32")
                         caps = [capture(lambda t: run_audio(t, cfg), (inp,)) for inp in inputs]
@@ -208,7 +238,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ours", action="append", help="gk bench --json output to merge (repeatable)")
     ap.add_argument("--out", default="bench/results")
-    ap.add_argument("--suites", default="054,047")
+    ap.add_argument("--suites", default="054,047", help="suite ids, e.g. 054,047,gemma3")
     ap.add_argument("--sets", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1234)
     args = ap.parse_args()

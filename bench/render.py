@@ -15,12 +15,17 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 PEER_TITLES = {
     "eager": "PyTorch eager (re-statement)",
-    "flex": "cuBLAS + FlexAttention, softcap (compiled)",
-    "sdpa": "cuBLAS + SDPA, no softcap (not the same function)",
+    "flex": "cuBLAS + FlexAttention, softcap / window block mask (compiled)",
+    "sdpa": "cuBLAS + SDPA (no softcap: with one, not the same function; a window as a boolean mask)",
     "fp32": "PyTorch fp32 (cuBLAS fp32 + torch norms)",
     "tf32": "PyTorch tf32 (cuBLAS tf32 + torch norms)",
 }
 
+
+
+def workload_label(w):
+    """A workload's label as gk bench writes it: its own label (the models suite's "27B local"), then B and S."""
+    return (w["label"] + " " if w.get("label") else "") + f"B={w['batch']} S={w['seq_len']}"
 
 
 def peers_of(suite):
@@ -33,7 +38,7 @@ def merged_table(suite, ours, peers_res, peers):
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     cols = {k: [] for k in ["floor", "ours"] + peers}
     for w in suite["workloads"]:
-        label = f"B={w['batch']} S={w['seq_len']}"
+        label = workload_label(w)
         o = wl.get(label)
         cells = [label]
         if o:
@@ -72,7 +77,7 @@ def chart(suite, cols, peers, path, title):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [f"{w['batch']},{w['seq_len']}" for w in suite["workloads"]]
+    labels = [(w["label"] + " " if w.get("label") else "") + f"{w['batch']},{w['seq_len']}" for w in suite["workloads"]]
     fig, ax = plt.subplots(figsize=(12, 5.5))
     x = range(len(labels))
     if len(cols["floor"]) == len(labels):

@@ -15,8 +15,9 @@ def rotate_half(x):
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def gemma3_layer(x, cos, sin, mask, wq, wk, wv, wo, qn, kn, cfg):
-    """The Gemma3 attention layer in bf16 torch ops; `mask` is an additive [B,1,S,S] tensor or None."""
+def gemma3_layer(x, cos, sin, mask, wq, wk, wv, wo, qn, kn, cfg, rows=None):
+    """The Gemma3 attention layer in bf16 torch ops; `mask` is an additive [B,1,S,S] tensor or None. `rows` (a slice
+    of query positions) computes only those output rows, over every key: long sequences without the B*H*S^2 scores."""
     b, s, _ = x.shape
     d, hq, hkv = cfg["head_dim"], cfg["num_q_heads"], cfg["num_kv_heads"]
 
@@ -34,6 +35,9 @@ def gemma3_layer(x, cos, sin, mask, wq, wk, wv, wo, qn, kn, cfg):
     v = heads(wv, hkv)
     q = q * c + rotate_half(q) * sn
     k = k * c + rotate_half(k) * sn
+    if rows is not None:
+        q = q[:, :, rows]
+        mask = mask[:, :, rows] if mask is not None else None
     group = hq // hkv
     k = k.repeat_interleave(group, dim=1)
     v = v.repeat_interleave(group, dim=1)
@@ -45,12 +49,16 @@ def gemma3_layer(x, cos, sin, mask, wq, wk, wv, wo, qn, kn, cfg):
     if mask is not None:
         scores = scores + mask
     p = torch.softmax(scores.float(), dim=-1).to(BF16)
-    o = torch.matmul(p, v).transpose(1, 2).reshape(b, s, hq * d)
+    o = torch.matmul(p, v).transpose(1, 2).reshape(b, q.shape[2], hq * d)
     return torch.matmul(o, wo.t())
 
 
-def causal_mask(b, s, device):
+def causal_mask(b, s, device, window=0):
+    """Causal (within a sliding window of `window` keys when > 0): 0 where query i sees key j, the lowest bf16
+    elsewhere."""
     m = torch.full((s, s), LOWEST_BF16, dtype=BF16, device=device).triu(1)
+    if window > 0:
+        m = m + torch.full((s, s), LOWEST_BF16, dtype=BF16, device=device).tril(-window)
     return m.expand(b, 1, s, s).contiguous()
 
 
@@ -86,7 +94,7 @@ def gemma3_inputs(cfg, b, s, gen):
     t1 = torch.randn(b, s, d, generator=gen, device="cuda").clamp(-math.pi, math.pi)
     t2 = torch.randn(b, s, d, generator=gen, device="cuda").clamp(-math.pi, math.pi)
     return dict(x=randn(b, s, h), cos=torch.cos(t1).to(BF16), sin=torch.sin(t2).to(BF16),
-                mask=causal_mask(b, s, "cuda"), wq=randn(hq * d, h, scale=h ** -0.5),
+                mask=causal_mask(b, s, "cuda", int(cfg.get("window", 0))), wq=randn(hq * d, h, scale=h ** -0.5),
                 wk=randn(hkv * d, h, scale=h ** -0.5), wv=randn(hkv * d, h, scale=h ** -0.5),
                 wo=randn(h, hq * d, scale=(hq * d) ** -0.5), qn=torch.ones(d, dtype=BF16, device="cuda"),
                 kn=torch.ones(d, dtype=BF16, device="cuda"))
