@@ -2,7 +2,11 @@
 # NVIDIA's SOL-ExecBench harness on both exported solution packages, on the GPU machine, beside `gk bench` with its
 # kernel-only timer and with `--timer official` (the harness's method reimplemented), all in one run on one card.
 #
-#   scripts/official-bench.sh [--skip-harness]
+#   scripts/official-bench.sh [--skip-harness] [--baseline DIR]
+#
+# --baseline DIR: the same again for another build, into OUT/base (this one's into OUT/new), for a same-machine A/B.
+#   DIR holds that build's bin/gk and lib/libgk.so*, and in DIR/source its commit's src/ and include/ (the harness
+#   compiles the solution package from sources: `git archive COMMIT src include | tar -x -C DIR/source`).
 #
 # What it needs (none of it committed):
 # - The harness's source at commit 8d2237d: HARNESS_SRC (default .harness/sol-execbench-src, the `src/` folder of
@@ -21,45 +25,64 @@ BUILD=${GK_BUILD_DIR:-build}
 OUT=${OUT:-$ROOT/.out/official}
 HARNESS_SRC=${HARNESS_SRC:-$ROOT/.harness/sol-execbench-src}
 DATA=${SOLEXEC_DATA:-$ROOT/.harness/data}
-SKIP_HARNESS=0
-[ "${1:-}" = "--skip-harness" ] && SKIP_HARNESS=1
-mkdir -p "$OUT"
-
-# gk bench, kernel-only CUPTI timer and the official method (with each workload's kernels and gaps as that method
-# attributes them), each suite in a process of its own. 047 also as the harness runs it: the causal mask passed as a
-# tensor (additive mode), the like-for-like comparison.
-bench() {  # bench NAME ARGS...
-  local name=$1; shift
-  "$BUILD/bin/gk" bench "$@" --rounds 1 --json "$OUT/gk-bench-$name.json" > "$OUT/gk-bench-$name.txt" 2>&1 ||
-    echo "gk bench $name failed (see $OUT/gk-bench-$name.txt)"
-}
-for s in 047 054; do
-  bench $s-cupti --suite $s --timer cupti
-  bench $s-official --suite $s --timer official --breakdown
+SKIP_HARNESS=0 BASELINE=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --skip-harness) SKIP_HARNESS=1 ;;
+    --baseline) BASELINE=$(realpath "$2"); shift ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
 done
-bench 047-additive-cupti --suite 047 --mask additive --timer cupti
-bench 047-additive-official --suite 047 --mask additive --timer official --breakdown
 
+SITE=""
 if [ $SKIP_HARNESS -eq 0 ]; then
   SITE=$(mktemp -d)
   if ls .whl/*.whl > /dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" .whl/*.whl
   fi
-  export PYTHONPATH="$HARNESS_SRC:$SITE:$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
-  python3 -m gemma_kernels.solexecbench --out "$OUT/solutions" > /dev/null
-  for def in $(ls -r "$DATA"/*.definition.json); do  # 054 first: the smaller evaluation
-    name=$(basename "$def" .definition.json)
-    sol=$(ls "$OUT"/solutions/"$name"/solution.json 2> /dev/null) || { echo "no package for $name"; continue; }
-    echo "=== harness: $name"
-    timeout "${HARNESS_TIMEOUT:-400}" python3 -c "from sol_execbench.cli import cli; cli()" \
-      --definition "$def" --workload "$DATA/$name.workloads.jsonl" --solution "$sol" \
-      --compile-timeout 600 -o "$OUT/harness-${name%%_*}.jsonl" > "$OUT/harness-${name%%_*}.txt" 2>&1
-    echo "    rc=$? (log: harness-${name%%_*}.txt)"
-  done
 fi
 
+# Everything for one build: GK (its gk binary), LIBDIR (its libgk), SOURCES (the source root its solution packages
+# are written from), into DEST.
+run_build() {  # run_build GK LIBDIR SOURCES DEST
+  local gk=$1 libdir=$2 sources=$3 dest=$4
+  mkdir -p "$dest"
+  # gk bench, kernel-only CUPTI timer and the official method (with each workload's kernels and gaps as that method
+  # attributes them), each suite in a process of its own. 047 also as the harness runs it: the causal mask passed as
+  # a tensor (additive mode), the like-for-like comparison.
+  bench() {  # bench NAME ARGS...
+    local name=$1; shift
+    LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$gk" bench "$@" --rounds 1 \
+      --json "$dest/gk-bench-$name.json" > "$dest/gk-bench-$name.txt" 2>&1 ||
+      echo "gk bench $name failed (see $dest/gk-bench-$name.txt)"
+  }
+  for s in 047 054; do
+    bench $s-cupti --suite $s --timer cupti
+    bench $s-official --suite $s --timer official --breakdown
+  done
+  bench 047-additive-cupti --suite 047 --mask additive --timer cupti
+  bench 047-additive-official --suite 047 --mask additive --timer official --breakdown
+
+  [ $SKIP_HARNESS -eq 0 ] || return 0
+  # The harness compiles each package itself: what it measures is the sources the package is written from.
+  PYTHONPATH="$HARNESS_SRC:$SITE:$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
+    python3 -m gemma_kernels.solexecbench --out "$dest/solutions" --source-root "$sources" > /dev/null
+  for def in $(ls -r "$DATA"/*.definition.json); do  # 054 first: the smaller evaluation
+    name=$(basename "$def" .definition.json)
+    sol=$(ls "$dest"/solutions/"$name"/solution.json 2> /dev/null) || { echo "no package for $name"; continue; }
+    echo "=== harness: $name ($dest)"
+    PYTHONPATH="$HARNESS_SRC:$SITE:$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
+      timeout "${HARNESS_TIMEOUT:-400}" python3 -c "from sol_execbench.cli import cli; cli()" \
+      --definition "$def" --workload "$DATA/$name.workloads.jsonl" --solution "$sol" \
+      --compile-timeout 600 -o "$dest/harness-${name%%_*}.jsonl" > "$dest/harness-${name%%_*}.txt" 2>&1
+    echo "    rc=$? (log: harness-${name%%_*}.txt)"
+  done
+}
+
+table() {  # table DIR
 # The table: per workload, the harness's median next to gk bench's two timers.
-python3 - "$OUT" << 'EOF'
+python3 - "$1" << 'EOF'
 import json, sys, pathlib
 out = pathlib.Path(sys.argv[1])
 rows = []
@@ -101,3 +124,14 @@ text = "\n".join(rows)
 (out / "table.txt").write_text(text + "\n")
 print(text)
 EOF
+}
+
+if [ -n "$BASELINE" ]; then
+  [ -x "$BASELINE/bin/gk" ] && [ -d "$BASELINE/source/src" ] || { echo "--baseline: $BASELINE lacks bin/gk or source/src" >&2; exit 2; }
+  run_build "$BUILD/bin/gk" "$(realpath "$BUILD")/lib" "$ROOT" "$OUT/new"
+  run_build "$BASELINE/bin/gk" "$BASELINE/lib" "$BASELINE/source" "$OUT/base"
+  for d in new base; do echo "----- $d"; table "$OUT/$d"; done
+else
+  run_build "$BUILD/bin/gk" "$(realpath "$BUILD")/lib" "$ROOT" "$OUT"
+  table "$OUT"
+fi
