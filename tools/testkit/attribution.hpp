@@ -11,11 +11,13 @@
 
 namespace gk_testkit {
 
-// Per window from `skip` on, the GPU activities attributed to it (in no particular order).
+// Per window, the GPU activities attributed to it (in no particular order).
 std::vector<std::vector<GpuActivity>> attributed_activities(const std::vector<GpuActivity>& gpu, std::vector<ApiCall> api,
-                                                            const std::vector<std::pair<uint64_t, uint64_t>>& windows,
-                                                            size_t skip);
-// Per window from `skip` on, the span in microseconds. Throws std::runtime_error for a window with no GPU activity.
+                                                            const std::vector<std::pair<uint64_t, uint64_t>>& windows);
+// Per window from `skip` on, the span of its activities in microseconds, first start to last end. Throws
+// std::runtime_error for a window with no GPU activity.
+std::vector<double> activity_spans_us(const std::vector<std::vector<GpuActivity>>& per_window, size_t skip);
+// activity_spans_us of every window's attributed_activities.
 std::vector<double> attributed_spans_us(const std::vector<GpuActivity>& gpu, std::vector<ApiCall> api,
                                         const std::vector<std::pair<uint64_t, uint64_t>>& windows, size_t skip);
 

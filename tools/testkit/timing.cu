@@ -148,10 +148,10 @@ TimingResult time_call(const std::function<void(cudaStream_t, int)>& call, cudaS
   r.host = stats(host_us);
   if (o.official) {
     auto gpu = cupti.finish();  // flushes: the API records are complete only after it
-    const auto& api = CuptiRecorder::instance().api_calls();
-    r.cupti = stats(attributed_spans_us(gpu, api, windows, size_t(o.warmup)));
-    // The breakdown of what the harness's attribution counts: per iteration, its kernels and gaps.
-    auto per_iteration = attributed_activities(gpu, api, windows, 0);
+    // Every iteration's activities as the harness attributes them: the timed ones' spans, and the breakdown of
+    // what it counts (per iteration, the kernels and gaps).
+    auto per_iteration = attributed_activities(gpu, CuptiRecorder::instance().api_calls(), windows);
+    r.cupti = stats(activity_spans_us(per_iteration, size_t(o.warmup)));
     std::vector<uint64_t> first(per_iteration.size(), UINT64_MAX);
     for (size_t i = 0; i < per_iteration.size(); ++i) {
       for (const auto& a : per_iteration[i]) first[i] = std::min(first[i], a.start_ns);
