@@ -4,9 +4,9 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
-#include <random>
 #include <vector>
 
+#include "fill.hpp"
 #include "gpu_test_util.hpp"
 #include "judge.hpp"
 #include "reference.hpp"
@@ -19,12 +19,7 @@ using gk_test::GpuTest;
 
 constexpr int64_t kHidden = 64, kHq = 4, kHkv = 2, kD = 32;
 
-std::vector<float> randn(size_t n, float scale, std::mt19937& rng) {
-  std::normal_distribution<float> nd(0.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = gk_ref::round_bf16(scale * nd(rng));
-  return v;
-}
+using Rng = gk_testkit::NormalDraws;
 
 struct DeviceCopy {
   bf16* p = nullptr;
@@ -47,13 +42,13 @@ struct DeviceCopy {
 
 // One call of both references on the same inputs and the same starting cache; compares outputs and caches.
 void compare_call(int64_t batch, int64_t fresh, const std::vector<int64_t>& lens, int64_t max_len, int64_t window,
-                  float softcap, std::vector<float>& cache_k, std::vector<float>& cache_v, std::mt19937& rng,
+                  float softcap, std::vector<float>& cache_k, std::vector<float>& cache_v, Rng& rng,
                   const std::string& what) {
-  const auto hs = randn(batch * fresh * kHidden, 1.f, rng), cos = randn(batch * fresh * kD, 0.6f, rng),
-             sin = randn(batch * fresh * kD, 0.6f, rng);
-  const auto wq = randn(kHq * kD * kHidden, 0.125f, rng), wk = randn(kHkv * kD * kHidden, 0.125f, rng),
-             wv = randn(kHkv * kD * kHidden, 0.125f, rng), wo = randn(kHidden * kHq * kD, 0.09f, rng),
-             qn = randn(kD, 0.3f, rng), kn = randn(kD, 0.3f, rng);
+  const auto hs = rng(batch * fresh * kHidden, 1.f), cos = rng(batch * fresh * kD, 0.6f),
+             sin = rng(batch * fresh * kD, 0.6f);
+  const auto wq = rng(kHq * kD * kHidden, 0.125f), wk = rng(kHkv * kD * kHidden, 0.125f),
+             wv = rng(kHkv * kD * kHidden, 0.125f), wo = rng(kHidden * kHq * kD, 0.09f),
+             qn = rng(kD, 0.3f), kn = rng(kD, 0.3f);
   const gk_ref::Gemma3Dims dims{batch, fresh, kHidden, kHq, kHkv, kD, softcap, 1e-6f, 1.f, 0.f, gk_ref::Mask::kCausal,
                                 window};
   // The GPU reference first, from the cache as it is now; then the CPU one updates the host copy.
@@ -82,7 +77,7 @@ class ReferenceCache : public GpuTest {};
 
 TEST_F(ReferenceCache, GpuReferenceMatchesTheCpuOneChunkedAndRagged) {
   for (int64_t window : {0, 40}) {
-    std::mt19937 rng(static_cast<uint32_t>(next_seed()));
+    Rng rng{next_seed()};
     const int64_t max_len = 160;
     std::vector<float> k(2 * kHkv * max_len * kD, 0.f), v(k.size(), 0.f);
     // A prompt of 100 tokens in chunks of 70 and 30, then ragged decode steps of one token.

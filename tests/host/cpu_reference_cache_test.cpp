@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <random>
 #include <vector>
 
+#include "fill.hpp"
 #include "reference.hpp"
 
 namespace {
@@ -18,29 +18,23 @@ using gk_ref::Gemma3Inputs;
 
 constexpr int64_t kHidden = 16, kHq = 4, kHkv = 2, kD = 8;
 
-std::vector<float> randn(size_t n, float scale, std::mt19937& rng) {
-  std::normal_distribution<float> nd(0.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = gk_ref::round_bf16(scale * nd(rng));
-  return v;
-}
+using Rng = gk_testkit::NormalDraws;
 
 // One sequence's tokens and the layer's weights.
 struct Layer {
   std::vector<float> wq, wk, wv, wo, qn, kn;
-  explicit Layer(std::mt19937& rng)
-      : wq(randn(kHq * kD * kHidden, 0.25f, rng)), wk(randn(kHkv * kD * kHidden, 0.25f, rng)),
-        wv(randn(kHkv * kD * kHidden, 0.25f, rng)), wo(randn(kHidden * kHq * kD, 0.2f, rng)),
-        qn(randn(kD, 0.3f, rng)), kn(randn(kD, 0.3f, rng)) {}
+  explicit Layer(Rng& rng)
+      : wq(rng(kHq * kD * kHidden, 0.25f)), wk(rng(kHkv * kD * kHidden, 0.25f)),
+        wv(rng(kHkv * kD * kHidden, 0.25f)), wo(rng(kHidden * kHq * kD, 0.2f)),
+        qn(rng(kD, 0.3f)), kn(rng(kD, 0.3f)) {}
 };
 struct Tokens {
   std::vector<float> hs, cos, sin;  // [n, hidden], [n, D], [n, D]
-  Tokens(int64_t n, std::mt19937& rng) : hs(randn(n * kHidden, 1.f, rng)), cos(randn(n * kD, 0.6f, rng)),
-                                          sin(randn(n * kD, 0.6f, rng)) {}
+  Tokens() = default;
+  Tokens(int64_t n, Rng& rng) : hs(rng(n * kHidden, 1.f)), cos(rng(n * kD, 0.6f)), sin(rng(n * kD, 0.6f)) {}
   // Tokens [from, from + n) of each of the given sequences, batched.
   static Tokens slice(const std::vector<const Tokens*>& seqs, int64_t from, int64_t n, const std::vector<int64_t>& at) {
-    std::mt19937 unused;
-    Tokens t(0, unused);
+    Tokens t;
     for (size_t b = 0; b < seqs.size(); ++b) {
       const int64_t f = from + at[b];
       t.hs.insert(t.hs.end(), seqs[b]->hs.begin() + f * kHidden, seqs[b]->hs.begin() + (f + n) * kHidden);
@@ -75,7 +69,7 @@ Whole whole(const Tokens& t, const Layer& l, int64_t n, int64_t window, float so
 TEST(CpuReferenceCache, ChunkedPrefillGivesTheWholeSequencesRows) {
   for (int64_t window : {0, 3}) {
     for (float softcap : {0.f, 5.f}) {
-      std::mt19937 rng(11);
+      Rng rng{11};
       const Layer l(rng);
       const int64_t n = 9, max_len = 12, chunks[2] = {5, 4};
       const Tokens seq(n, rng);
@@ -110,7 +104,7 @@ TEST(CpuReferenceCache, ChunkedPrefillGivesTheWholeSequencesRows) {
 TEST(CpuReferenceCache, RaggedCachedLengthsInOneBatch) {
   // Three sequences with 0, 1 and 6 tokens cached, two new tokens each (decode-like), in one call; the cache filled
   // to capacity by the longest.
-  std::mt19937 rng(5);
+  Rng rng{5};
   const Layer l(rng);
   const std::vector<int64_t> lens = {0, 1, 6};
   const int64_t fresh = 2, max_len = 8;
@@ -142,7 +136,7 @@ TEST(CpuReferenceCache, RaggedCachedLengthsInOneBatch) {
 }
 
 TEST(CpuReferenceCache, RefusesWhatItCannotTakeAndChangesNothing) {
-  std::mt19937 rng(7);
+  Rng rng{7};
   const Layer l(rng);
   const Tokens t(3, rng);
   std::vector<float> k(kHkv * 4 * kD, 1.f), v(k.size(), 1.f), out(3 * kHidden, 0.f);

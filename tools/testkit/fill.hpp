@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "rng.hpp"
 
@@ -87,9 +88,21 @@ void fill_mask(__nv_bfloat16* mask, int64_t batch, int64_t seq_len, MaskPattern 
 // Host versions; with round_to_bf16 the values are what a bf16 device tensor would hold.
 void fill_host(const FillSpec& spec, float* dst, int64_t n, bool round_to_bf16);
 void fill_mask_host(float* mask, int64_t batch, int64_t seq_len, MaskPattern pattern);
+// n values of fill_host as a new vector.
+std::vector<float> fill_host(const FillSpec& spec, int64_t n, bool round_to_bf16);
+
 
 inline FillSpec normal(uint64_t seed, float scale) { return {FillKind::kNormal, seed, scale}; }
 inline FillSpec around_one(uint64_t seed, float scale) { return {FillKind::kAroundOne, seed, scale}; }
 inline FillSpec constant(float value) { return {FillKind::kValue, 0, value}; }
+
+// Successive host tensors of scale * randn values as bf16 holds them, each from the next seed (tests that build
+// their own inputs).
+struct NormalDraws {
+  uint64_t seed;
+  std::vector<float> operator()(int64_t n, float scale) {
+    return fill_host(normal(seed++, scale), n, /*round_to_bf16=*/true);
+  }
+};
 
 }  // namespace gk_testkit

@@ -76,14 +76,6 @@ AudioFills audio_fills(const gk_audio_qkv_config& c, const AudioRecipe& r) {
   return f;
 }
 
-namespace {
-std::vector<float> host_fill(const FillSpec& spec, int64_t n, bool round_to_bf16) {
-  std::vector<float> v(static_cast<size_t>(n));
-  fill_host(spec, v.data(), n, round_to_bf16);
-  return v;
-}
-}  // namespace
-
 gk_ref::Gemma3Inputs HostGemma3Inputs::view() const {
   return {hidden.data(), cos.data(), sin.data(), mask.empty() ? nullptr : mask.data(), wq.data(), wk.data(),
           wv.data(),     wo.data(),  qn.data(),  kn.data()};
@@ -93,15 +85,15 @@ HostGemma3Inputs generate_host(const gk_gemma3_attention_config& c, const Gemma3
   const int64_t M = c.batch * c.seq_len, D = c.head_dim;
   const Gemma3Fills f = gemma3_fills(c, r);
   HostGemma3Inputs h;
-  h.hidden = host_fill(f.hidden, M * c.hidden, true);
-  h.cos = host_fill(f.cos, M * D, true);
-  h.sin = host_fill(f.sin, M * D, true);
-  h.wq = host_fill(f.wq, c.num_q_heads * D * c.hidden, true);
-  h.wk = host_fill(f.wk, c.num_kv_heads * D * c.hidden, true);
-  h.wv = host_fill(f.wv, c.num_kv_heads * D * c.hidden, true);
-  h.wo = host_fill(f.wo, c.hidden * c.num_q_heads * D, true);
-  h.qn = host_fill(f.qn, D, true);
-  h.kn = host_fill(f.kn, D, true);
+  h.hidden = fill_host(f.hidden, M * c.hidden, true);
+  h.cos = fill_host(f.cos, M * D, true);
+  h.sin = fill_host(f.sin, M * D, true);
+  h.wq = fill_host(f.wq, c.num_q_heads * D * c.hidden, true);
+  h.wk = fill_host(f.wk, c.num_kv_heads * D * c.hidden, true);
+  h.wv = fill_host(f.wv, c.num_kv_heads * D * c.hidden, true);
+  h.wo = fill_host(f.wo, c.hidden * c.num_q_heads * D, true);
+  h.qn = fill_host(f.qn, D, true);
+  h.kn = fill_host(f.kn, D, true);
   if (c.mask_mode == GK_MASK_ADDITIVE) {
     h.mask.resize(static_cast<size_t>(c.batch * c.seq_len * c.seq_len));
     fill_mask_host(h.mask.data(), c.batch, c.seq_len, r.mask_pattern);
@@ -113,12 +105,12 @@ HostAudioInputs generate_host(const gk_audio_qkv_config& c, const AudioRecipe& r
   const int64_t M = c.batch * c.seq_len, N = c.num_heads * c.head_dim;
   const AudioFills f = audio_fills(c, r);
   HostAudioInputs h;
-  h.hidden = host_fill(f.hidden, M * c.hidden, false);
-  h.wq = host_fill(f.wq, N * c.hidden, false);
-  h.wk = host_fill(f.wk, N * c.hidden, false);
-  h.wv = host_fill(f.wv, N * c.hidden, false);
-  h.qn = host_fill(f.qn, c.head_dim, false);
-  h.kn = host_fill(f.kn, c.head_dim, false);
+  h.hidden = fill_host(f.hidden, M * c.hidden, false);
+  h.wq = fill_host(f.wq, N * c.hidden, false);
+  h.wk = fill_host(f.wk, N * c.hidden, false);
+  h.wv = fill_host(f.wv, N * c.hidden, false);
+  h.qn = fill_host(f.qn, c.head_dim, false);
+  h.kn = fill_host(f.kn, c.head_dim, false);
   return h;
 }
 
