@@ -286,19 +286,29 @@ TEST_P(Gemma3Variants, OfficialRuleAgainstGpuReference) {
 INSTANTIATE_TEST_SUITE_P(Variants, Gemma3Variants, ::testing::ValuesIn(variants()),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// Two configurations of one function (the mask given two ways) on the same generated inputs: their outputs judged
+// against each other.
+void same_inputs_both_ways(const gk_gemma3_attention_config& a_config, const gk_gemma3_attention_config& b_config,
+                           const Gemma3Recipe& r, gk_handle_t handle, cudaStream_t stream, Judgement* j) {
+  Gemma3Problem a(a_config), b(b_config);
+  a.generate(r, stream);
+  b.generate(r, stream);
+  GK_ASSERT_OK(a.run(handle, stream));
+  GK_ASSERT_OK(b.run(handle, stream));
+  const auto oa = a.output(stream), ob = b.output(stream);
+  *j = gk_testkit::judge_host(oa.data(), ob.data(), int64_t(oa.size()), 1e-2, 1e-2);
+}
+
 TEST_F(GpuTest, Gemma3CausalModeEqualsCausalMaskTensor) {
   // The same inputs through mask mode "causal" (tensor never read) and "additive" with the causal tensor.
   auto causal = suite_shape(2, 613);
   auto additive = causal;
   additive.mask_mode = GK_MASK_ADDITIVE;
-  Gemma3Problem a(causal), b(additive);
   Gemma3Recipe r;
   r.seed = next_seed();
-  a.generate(r, stream());
-  b.generate(r, stream());
-  GK_ASSERT_OK(a.run(handle(), stream()));
-  GK_ASSERT_OK(b.run(handle(), stream()));
-  const auto oa = a.output(stream()), ob = b.output(stream());
+  Judgement j;
+  same_inputs_both_ways(causal, additive, r, handle(), stream(), &j);
+  if (HasFatalFailure()) return;
   // Masked scores become exact zeros either way, so the two differ only in rounding: where the last logit scale
   // is applied (causal mode folds it into the softmax's FFMA; additive mode must apply it before adding the mask,
   // on the tiles with mask values or an edge, or on every tile in the sm_80 kernel)
@@ -307,7 +317,6 @@ TEST_F(GpuTest, Gemma3CausalModeEqualsCausalMaskTensor) {
   // mode's fixed softmax reference (fixed_softmax.hpp; additive mode keeps the running maximum at this S unless
   // attention.softmax=fixed pins the fixed one for its bounded blocks): 3.6e-3. Never a
   // different set of keys: one key more or less per row moves the early rows by O(1), ~5e-2 overall.
-  const Judgement j = gk_testkit::judge_host(oa.data(), ob.data(), int64_t(oa.size()), 1e-2, 1e-2);
   EXPECT_EQ(j.non_finite, 0);
   EXPECT_TRUE(j.passed(0.9999)) << j.summary(0.9999);
   EXPECT_LT(j.rel_l2(), 5e-3) << j.summary(0.9999);
@@ -318,18 +327,13 @@ TEST_F(GpuTest, Gemma3SlidingWindowEqualsWindowMaskTensor) {
   for (int64_t seq_len : {613, 2053}) {
     auto tensor = suite_shape(2, seq_len);
     tensor.mask_mode = GK_MASK_ADDITIVE;
-    const auto band = windowed(suite_shape(2, seq_len), seq_len / 3);
-    Gemma3Problem a(band), b(tensor);
     Gemma3Recipe r;
     r.seed = next_seed();
     r.mask_pattern = MaskPattern::kSlidingWindow;
-    a.generate(r, stream());
-    b.generate(r, stream());
-    GK_ASSERT_OK(a.run(handle(), stream()));
-    GK_ASSERT_OK(b.run(handle(), stream()));
-    const auto oa = a.output(stream()), ob = b.output(stream());
+    Judgement j;
+    same_inputs_both_ways(windowed(suite_shape(2, seq_len), seq_len / 3), tensor, r, handle(), stream(), &j);
+    if (HasFatalFailure()) return;
     // As for causal mode against the causal tensor (above): the same keys, rounding apart.
-    const Judgement j = gk_testkit::judge_host(oa.data(), ob.data(), int64_t(oa.size()), 1e-2, 1e-2);
     EXPECT_EQ(j.non_finite, 0);
     EXPECT_TRUE(j.passed(0.9999)) << "S " << seq_len << ": " << j.summary(0.9999);
     EXPECT_LT(j.rel_l2(), 5e-3) << "S " << seq_len << ": " << j.summary(0.9999);
