@@ -72,7 +72,8 @@ def _call_reason(self, hidden_states, position_embeddings, attention_mask, past_
         return "a bidirectional sliding window without a mask tensor"
     if self.training:
         return "training mode"
-    return _static_reasons(self)[0] if _static_reasons(self) else None
+    static = _static_reasons(self)  # as at switching time, unless the module changed since
+    return static[0] if static else None
 
 
 def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask=None, past_key_values=None,

@@ -121,9 +121,7 @@ def test_local_layer_takes_the_window_without_a_mask_tensor():
             layer.self_attn.forward = lambda *a, _f=fused, **k: _f(*a, **{**k, "attention_mask": None})
         ours = model(ids, use_cache=False).logits
         assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [1, 1]  # no silent fallback
-        for layer in model.model.layers:
-            layer.self_attn.forward = layer.self_attn._gk_original_forward
-            del layer.self_attn._gk_original_forward, layer.self_attn._gk_fused_calls
+        assert restore(model) == 2  # the wrappers and the switch undone together
         assert use_gemma_kernels(model) == 2  # now with HF's mask tensors: the window in the additive mask
         with_tensor = model(ids, use_cache=False).logits
         assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [1, 1]
