@@ -135,7 +135,7 @@ def test_local_layer_takes_the_window_without_a_mask_tensor():
 
 
 def test_what_it_cannot_take_is_named_once():
-    """Modules it can never take stay unswitched and one warning names them (head_dim 256 here); a switched module
+    """Modules it can never take stay unswitched and one warning names them (head_dim 96 here); a switched module
     whose call it cannot take (a KV cache) runs its own forward and warns once per reason."""
     import warnings
 
@@ -143,11 +143,11 @@ def test_what_it_cannot_take_is_named_once():
 
     cfg = Gemma3TextConfig(
         vocab_size=256, hidden_size=512, intermediate_size=1024, num_hidden_layers=2, num_attention_heads=2,
-        num_key_value_heads=1, head_dim=256, query_pre_attn_scalar=256, sliding_window=64,
+        num_key_value_heads=1, head_dim=96, query_pre_attn_scalar=96, sliding_window=64,
         layer_types=["sliding_attention", "full_attention"], max_position_embeddings=512)
     cfg._attn_implementation = "eager"
     wide = Gemma3ForCausalLM(cfg).to(device="cuda", dtype=torch.bfloat16).eval()
-    with pytest.warns(UserWarning, match=r"2 attention module\(s\) not switched: .*head_dim 256 \(supported: 128\)"):
+    with pytest.warns(UserWarning, match=r"2 attention module\(s\) not switched: .*head_dim 96 \(supported: 128, 256\)"):
         assert use_gemma_kernels(wide) == 0
     model = tiny_gemma3(None)
     ids = torch.randint(0, model.config.vocab_size, (1, 40), device="cuda", generator=torch.Generator("cuda").manual_seed(4))
