@@ -160,3 +160,45 @@ def test_what_it_cannot_take_is_named_once():
             model(ids, use_cache=True)
         assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [0, 0]
         restore(model)
+
+
+# The released Gemma3 text models' attention configurations: (hidden, q heads, kv heads, head_dim, window,
+# query_pre_attn_scalar). Two layers each (one local, one global), random weights, no softcap (their configs have
+# none), prompts longer than the window.
+MODELS = {
+    "1b": (1152, 4, 1, 256, 512, 256),
+    "4b": (2560, 8, 4, 256, 1024, 256),
+    "12b": (3840, 16, 8, 256, 1024, 256),
+    "27b": (5376, 32, 16, 128, 1024, 168),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_layer_of_the_released_models_takes_the_fused_path(name):
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    hidden, hq, hkv, d, window, qpas = MODELS[name]
+    torch.manual_seed(0)
+    cfg = Gemma3TextConfig(
+        vocab_size=2048, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=2,
+        num_attention_heads=hq, num_key_value_heads=hkv, head_dim=d, query_pre_attn_scalar=qpas,
+        attn_logit_softcapping=None, sliding_window=window, layer_types=["sliding_attention", "full_attention"],
+        max_position_embeddings=4096)
+    cfg._attn_implementation = "eager"
+    model = Gemma3ForCausalLM(cfg).to(device="cuda", dtype=torch.bfloat16).eval()
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.q_norm.weight.normal_(0.0, 0.3)
+            layer.self_attn.k_norm.weight.normal_(0.0, 0.3)
+        ids = torch.randint(0, cfg.vocab_size, (1, window + 300), device="cuda",
+                            generator=torch.Generator("cuda").manual_seed(5))
+        ref = model(ids, use_cache=False).logits
+        assert use_gemma_kernels(model) == 2
+        ours = model(ids, use_cache=False).logits
+        assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [1, 1]  # no fallback
+        restore(model)
+    stats = compare(ours, ref)
+    print(f"HF Gemma3 {name} logits (local + global layer): {stats}")
+    assert torch.isfinite(ours).all()
+    assert stats["rel_l2"] < 1.5e-2, stats
+    assert stats["top1_agree"] >= 0.99, stats
