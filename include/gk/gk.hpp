@@ -13,6 +13,7 @@ namespace gk {
 
 using Gemma3AttentionConfig = gk_gemma3_attention_config;
 using Gemma3AttentionTensors = gk_gemma3_attention_tensors;
+using KvCache = gk_kv_cache;
 using AudioQkvConfig = gk_audio_qkv_config;
 using AudioQkvTensors = gk_audio_qkv_tensors;
 
@@ -68,6 +69,12 @@ GK_API Status gemma3_attention_forward(gk_handle_t handle, const Gemma3Attention
                                        const Gemma3AttentionTensors& tensors, void* workspace,
                                        size_t workspace_bytes, gk_stream_t stream);
 
+// The layer for new tokens with a key/value cache (gk_gemma3_attention_forward_cached).
+GK_API Status gemma3_attention_check_cached(const Gemma3AttentionConfig& config, const Gemma3AttentionTensors& tensors,
+                                            const KvCache& cache);
+GK_API Status gemma3_attention_forward_cached(gk_handle_t handle, const Gemma3AttentionConfig& config,
+                                              const Gemma3AttentionTensors& tensors, const KvCache& cache,
+                                              void* workspace, size_t workspace_bytes, gk_stream_t stream);
 // The plan a forward call with these arguments would run, in set_overrides' syntax (gk_gemma3_attention_plan).
 GK_API Status gemma3_attention_plan(gk_handle_t handle, const Gemma3AttentionConfig& config,
                                     const Gemma3AttentionTensors& tensors, std::string* plan);

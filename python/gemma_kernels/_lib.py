@@ -15,7 +15,7 @@ from pathlib import Path
 GK_MAX_DIMS = 4
 # GK_ABI_VERSION of the gk.h these structures mirror: a library of another ABI, or whose structs differ in size from
 # these, is refused (library()).
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 # gk_status
 SUCCESS = 0
@@ -31,6 +31,7 @@ DTYPE_INVALID = 0
 DTYPE_BF16 = 1
 DTYPE_F16 = 2
 DTYPE_F32 = 3
+DTYPE_I32 = 4
 
 # gk_mask_mode
 MASK_CAUSAL = 0
@@ -114,6 +115,15 @@ class AudioTensors(ctypes.Structure):
             "key_states",
             "value_states",
         )
+    ]
+
+
+class KvCache(ctypes.Structure):
+    _fields_ = [
+        ("k_cache", Tensor),
+        ("v_cache", Tensor),
+        ("cache_seqlens", Tensor),
+        ("max_cached", ctypes.c_int64),
     ]
 
 
@@ -207,7 +217,7 @@ def _check_abi(lib: ctypes.CDLL, path: Path) -> None:
     lib.gk_version.restype = ctypes.c_char_p
     lib.gk_version.argtypes = []
     abi = lib.gk_abi_version()
-    mine = [Tensor, Gemma3Config, Gemma3Tensors, AudioConfig, AudioTensors]  # gk_abi_struct order
+    mine = [Tensor, Gemma3Config, Gemma3Tensors, AudioConfig, AudioTensors, KvCache]  # gk_abi_struct order
     theirs = [lib.gk_abi_struct_size(i) for i in range(len(mine))]
     if abi != ABI_VERSION or theirs != [ctypes.sizeof(s) for s in mine]:
         raise OSError(

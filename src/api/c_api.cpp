@@ -117,6 +117,8 @@ size_t gk_abi_struct_size(int32_t which) {
       return sizeof(gk_audio_qkv_config);
     case GK_ABI_AUDIO_TENSORS:
       return sizeof(gk_audio_qkv_tensors);
+    case GK_ABI_KV_CACHE:
+      return sizeof(gk_kv_cache);
     default:
       return 0;
   }
@@ -154,6 +156,23 @@ gk_status gk_gemma3_attention_workspace_size(const gk_gemma3_attention_config* c
   return guarded("gemma3_attention", [&] {
     GK_RETURN_IF_ERROR(null_args("gemma3_attention", {{"config", config}, {"bytes", bytes}}));
     return gk::gemma3_attention_workspace_size(*config, bytes);
+  });
+}
+
+gk_status gk_gemma3_attention_check_cached(const gk_gemma3_attention_config* config,
+                                          const gk_gemma3_attention_tensors* tensors, const gk_kv_cache* cache) {
+  return guarded("gemma3_attention", [&] {
+    GK_RETURN_IF_ERROR(null_args("gemma3_attention", {{"config", config}, {"tensors", tensors}, {"cache", cache}}));
+    return gk::gemma3_attention_check_cached(*config, *tensors, *cache);
+  });
+}
+
+gk_status gk_gemma3_attention_forward_cached(gk_handle_t handle, const gk_gemma3_attention_config* config,
+                                            const gk_gemma3_attention_tensors* tensors, const gk_kv_cache* cache,
+                                            void* workspace, size_t workspace_bytes, gk_stream_t stream) {
+  return guarded("gemma3_attention", [&] {
+    GK_RETURN_IF_ERROR(null_args("gemma3_attention", {{"config", config}, {"tensors", tensors}, {"cache", cache}}));
+    return gk::gemma3_attention_forward_cached(handle, *config, *tensors, *cache, workspace, workspace_bytes, stream);
   });
 }
 

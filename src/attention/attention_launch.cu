@@ -41,7 +41,13 @@ Status prepare_sm80(AttentionParams p, const AttentionPlan& plan, AttentionLaunc
   if (kMask == MaskMode::kAdditive) {
     GK_RETURN_IF_ERROR(prepare_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, false, &out->classify, &out->list));
   }
-  out->kernel = detail::KernelLaunch("attention sm80 kernel launch", attention_fwd_kernel<Tr, kSoftcap, kMask>,
+  const auto kernel = [&] {
+    if constexpr (kMask != MaskMode::kAdditive) {
+      if (p.kv_lens != nullptr) return attention_fwd_kernel<Tr, kSoftcap, kMask, true>;
+    }
+    return attention_fwd_kernel<Tr, kSoftcap, kMask, false>;
+  }();
+  out->kernel = detail::KernelLaunch("attention sm80 kernel launch", kernel,
                                      {dim3(static_cast<unsigned>(plan.grid)), Tr::kThreads, Tr::kSmemBytes}, p);
   return Status::Ok();
 }
@@ -119,6 +125,10 @@ Status opt_in_variant() {
   const auto opt_in = [](const void* kernel, size_t bytes) { return detail::set_smem_opt_in(kOp, kernel, bytes); };
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(sm90_kernel<kSoftcap, kMask>(false)), Sm90Traits::kSmemBytes));
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(sm90_kernel<kSoftcap, kMask>(true)), Sm90Traits::kSmemBytes));
+  if constexpr (kMask != MaskMode::kAdditive) {  // the cached form
+    GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(attention_fwd_kernel<Sm80Traits128, kSoftcap, kMask, true>),
+                              Sm80Traits128::kSmemBytes));
+  }
   return opt_in(reinterpret_cast<const void*>(attention_fwd_kernel<Sm80Traits128, kSoftcap, kMask>),
                 Sm80Traits128::kSmemBytes);
 }
@@ -150,6 +160,10 @@ Status AttentionLaunches::issue(const char* op, bool programmatic, cudaStream_t 
 Status prepare_attention(AttentionParams p, int head_dim, const AttentionPlan& plan, AttentionLaunches* out) {
   if (head_dim != Sm90Traits::kHeadDim || head_dim != Sm80Traits128::kHeadDim) {
     return detail::error(GK_STATUS_NOT_SUPPORTED, "%s: no attention kernel for head_dim %d", kOp, head_dim);
+  }
+  if (p.kv_lens != nullptr && (plan.kernel != AttentionKernel::kSm80 || p.mask_mode == MaskMode::kAdditive)) {
+    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: a key/value cache runs on the sm80 kernel, unmasked or causal",
+                         kOp);
   }
   // A column pair of the mask loads as one 4-byte word when no pair can straddle a row end or a word boundary.
   p.mask_pairs = p.mask_mode == MaskMode::kAdditive && p.seq_len % 2 == 0 && p.mask_row_stride % 2 == 0 &&

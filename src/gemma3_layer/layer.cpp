@@ -8,6 +8,7 @@
 #include "common/gemm.hpp"
 #include "common/status_util.hpp"
 #include "common/workspace.hpp"
+#include "gemma3_layer/kv_cache.hpp"
 #include "gemma3_layer/operands.hpp"
 #include "gemma3_layer/plan.hpp"
 #include "gemma3_layer/validate.hpp"
@@ -212,23 +213,26 @@ Status gemma3_attention_plan(gk_handle_t handle, const Gemma3AttentionConfig& c,
   return Status::Ok();
 }
 
-Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
-                                void* workspace, size_t workspace_bytes, gk_stream_t stream_in) {
-  GK_RETURN_IF_ERROR(gemma3_attention_check(c, t));
+namespace {
+
+// One call, with or without a key/value cache (checked by the caller). With one: the new tokens' k and v go into the
+// cache after the q|k|v step, and the attention (the sm80 kernel's cached form) reads keys and values from there.
+Status forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const KvCache* cache,
+               void* workspace, size_t workspace_bytes, gk_stream_t stream_in) {
   GK_RETURN_IF_ERROR(
       detail::check_call(kOp, handle, workspace, workspace_bytes, gemma3::carve_layer(c, nullptr).bytes));
   auto stream = reinterpret_cast<cudaStream_t>(stream_in);
   gemma3::LayerPlan plan;
   GK_RETURN_IF_ERROR(gemma3::plan_layer(c, t, handle->device_info, handle->overrides, &plan));
   const gemma3::LayerBuffers ws = gemma3::carve_layer(c, workspace);
-  const int64_t rows = c.batch * c.seq_len, D = c.head_dim, Hq = c.num_q_heads;
+  const int64_t rows = c.batch * c.seq_len, D = c.head_dim, Hq = c.num_q_heads, Hkv = c.num_kv_heads;
   const uint64_t o_weight_bytes = uint64_t(c.hidden) * uint64_t(Hq * D) * sizeof(bf16) / 16 * 16;
 
   // Every launch of the fused steps is made before the first is issued (kernel_launch.hpp).
   gemma3::ProjGemmOperands qkv = gemma3::qkv_operands(c, t, ws, plan.v_first);
-  detail::KernelLaunch qkv_launch;
+  detail::KernelLaunch qkv_launch, cache_write;
   if (plan.qkv == gemma3::QkvKernel::kSplitk) {
-    if (plan.o_prefetch == gemma3::OPrefetch::kProjection) {
+    if (plan.o_prefetch == gemma3::OPrefetch::kProjection && cache == nullptr) {
       qkv.l2_prefetch = t.o_proj_weight.data;
       qkv.l2_prefetch_bytes = o_weight_bytes;
     }
@@ -238,6 +242,41 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
   if (plan.o_prefetch == gemma3::OPrefetch::kAttention) {
     ap.l2_prefetch = t.o_proj_weight.data;
     ap.l2_prefetch_bytes = o_weight_bytes;
+  }
+  if (cache != nullptr) {
+    const int64_t max_len = cache->k_cache.shape[2];
+    gemma3::CacheWriteParams cw{};
+    cw.qkv = ws.qkv;
+    cw.row_stride = qkv.out_row_stride;
+    cw.k_col = static_cast<int>(qkv.out[1] - ws.qkv);
+    cw.v_col = static_cast<int>(qkv.out[2] - ws.qkv);
+    cw.k_cache = static_cast<bf16*>(cache->k_cache.data);
+    cw.v_cache = static_cast<bf16*>(cache->v_cache.data);
+    cw.lens = static_cast<const int*>(cache->cache_seqlens.data);
+    cw.batch = static_cast<int>(c.batch);
+    cw.seq_len = static_cast<int>(c.seq_len);
+    cw.kv_heads = static_cast<int>(Hkv);
+    cw.head_dim = static_cast<int>(D);
+    cw.max_len = static_cast<int>(max_len);
+    GK_RETURN_IF_ERROR(gemma3::prepare_cache_write(cw, &cache_write));
+    // Keys and values from the cache ([B, Hkv, max_len, D]), the queries still from the packed rows.
+    ap.k = cw.k_cache;
+    ap.v = cw.v_cache;
+    ap.k_token_stride = ap.v_token_stride = D;
+    ap.k_head_stride = ap.v_head_stride = max_len * D;
+    ap.k_batch_stride = ap.v_batch_stride = Hkv * max_len * D;
+    ap.kv_lens = cw.lens;
+    ap.kv_capacity = cw.max_len;
+    // The window applies across cached and new keys (attention_params judged it by the new tokens alone).
+    if (c.mask_mode == GK_MASK_CAUSAL && c.sliding_window > 0 && c.sliding_window < cache->max_cached + c.seq_len) {
+      ap.mask_mode = gemma3::MaskMode::kSliding;
+      ap.window = static_cast<int>(c.sliding_window);
+    }
+    // The cached form exists for the sm80 kernel only.
+    detail::Overrides ov = handle->overrides;
+    ov.attention_kernel = 1;
+    GK_RETURN_IF_ERROR(gemma3::plan_attention(gemma3::attention_shape(ap, static_cast<int>(D)), handle->device_info,
+                                              ov, &plan.attention));
   }
   gemma3::AttentionLaunches attention;
   GK_RETURN_IF_ERROR(gemma3::prepare_attention(ap, static_cast<int>(D), plan.attention, &attention));
@@ -249,11 +288,30 @@ Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig&
   } else {
     GK_RETURN_IF_ERROR(run_qkv_cublas(handle, c, t, ws, plan, qkv, stream, &attention_programmatic));
   }
+  if (cache != nullptr) {  // after the whole q|k|v step, and the attention after the whole write
+    GK_RETURN_IF_ERROR(cache_write.issue(kOp, stream));
+    attention_programmatic = false;
+  }
   GK_RETURN_IF_ERROR(attention.issue(kOp, attention_programmatic, stream));
 
   const detail::GemmShape o_shape{rows, c.hidden, Hq * D, Hq * D, Hq * D, c.hidden, detail::GemmKind::kBf16};
   return handle->gemm.run("gemma3_attention: o projection", o_shape, ws.attn, t.o_proj_weight.data, t.out.data,
                           ws.gemm_workspace, detail::kGemmWorkspaceBytes, stream);
+}
+
+}  // namespace
+
+Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
+                                void* workspace, size_t workspace_bytes, gk_stream_t stream) {
+  GK_RETURN_IF_ERROR(gemma3_attention_check(c, t));
+  return forward(handle, c, t, nullptr, workspace, workspace_bytes, stream);
+}
+
+Status gemma3_attention_forward_cached(gk_handle_t handle, const Gemma3AttentionConfig& c,
+                                       const Gemma3AttentionTensors& t, const KvCache& cache, void* workspace,
+                                       size_t workspace_bytes, gk_stream_t stream) {
+  GK_RETURN_IF_ERROR(gemma3_attention_check_cached(c, t, cache));
+  return forward(handle, c, t, &cache, workspace, workspace_bytes, stream);
 }
 
 }  // namespace gk

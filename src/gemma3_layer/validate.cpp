@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
+#include <utility>
 
 #include "common/checked_math.hpp"
 #include "common/status_util.hpp"
@@ -130,6 +132,37 @@ Status check_tensors(const Gemma3AttentionConfig& c, const Gemma3AttentionTensor
        {"o_proj_weight", &t.o_proj_weight}, {"q_norm_weight", &t.q_norm_weight}, {"k_norm_weight", &t.k_norm_weight}});
 }
 
+Status check_cache(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const KvCache& cache) {
+  using detail::check_tensor;
+  using detail::TensorSpec;
+  const int64_t B = c.batch, S = c.seq_len, D = c.head_dim, Hkv = c.num_kv_heads;
+  if (cache.k_cache.ndim != 4) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: k_cache must be [B, num_kv_heads, max_len, head_dim] (got %d dims)",
+                 kOp, (int)cache.k_cache.ndim);
+  }
+  const int64_t max_len = cache.k_cache.shape[2];
+  if (max_len < 1 || max_len > INT32_MAX) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: k_cache's max_len %lld must be 1..2^31-1", kOp, (long long)max_len);
+  }
+  GK_RETURN_IF_ERROR(check_tensor(kOp, cache.k_cache, TensorSpec{"k_cache", GK_DTYPE_BF16, {B, Hkv, max_len, D}, 16}));
+  GK_RETURN_IF_ERROR(check_tensor(kOp, cache.v_cache, TensorSpec{"v_cache", GK_DTYPE_BF16, {B, Hkv, max_len, D}, 16}));
+  GK_RETURN_IF_ERROR(check_tensor(kOp, cache.cache_seqlens, TensorSpec{"cache_seqlens", GK_DTYPE_I32, {B}, 4}));
+  if (cache.max_cached < 0 || cache.max_cached > max_len - S) {
+    return error(GK_STATUS_INVALID_ARGUMENT,
+                 "%s: the cache holds %lld tokens per sequence: max_cached %lld + seq_len %lld do not fit", kOp,
+                 (long long)max_len, (long long)cache.max_cached, (long long)S);
+  }
+  const std::initializer_list<std::pair<const char*, const gk_tensor*>> read = {
+      {"hidden_states", &t.hidden_states}, {"cos", &t.cos}, {"sin", &t.sin}, {"q_proj_weight", &t.q_proj_weight},
+      {"k_proj_weight", &t.k_proj_weight}, {"v_proj_weight", &t.v_proj_weight}, {"o_proj_weight", &t.o_proj_weight},
+      {"q_norm_weight", &t.q_norm_weight}, {"k_norm_weight", &t.k_norm_weight}, {"out", &t.out},
+      {"cache_seqlens", &cache.cache_seqlens}};
+  GK_RETURN_IF_ERROR(detail::check_no_overlap(kOp, "k_cache", cache.k_cache, read));
+  GK_RETURN_IF_ERROR(detail::check_no_overlap(kOp, "v_cache", cache.v_cache, read));
+  GK_RETURN_IF_ERROR(detail::check_no_overlap(kOp, "v_cache", cache.v_cache, {{"k_cache", &cache.k_cache}}));
+  return detail::check_no_overlap(kOp, "out", t.out, {{"cache_seqlens", &cache.cache_seqlens}});
+}
+
 }  // namespace gk::gemma3
 
 namespace gk {
@@ -137,6 +170,17 @@ namespace gk {
 Status gemma3_attention_check(const Gemma3AttentionConfig& config, const Gemma3AttentionTensors& tensors) {
   GK_RETURN_IF_ERROR(gemma3::check_config(config));
   return gemma3::check_tensors(config, tensors);
+}
+
+Status gemma3_attention_check_cached(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
+                                     const KvCache& cache) {
+  GK_RETURN_IF_ERROR(gemma3::check_config(c));
+  if (c.mask_mode == GK_MASK_ADDITIVE) {
+    return detail::error(GK_STATUS_NOT_SUPPORTED, "%s: a key/value cache takes mask mode causal (with or without a "
+                         "sliding window) or none, not additive", gemma3::kOp);
+  }
+  GK_RETURN_IF_ERROR(gemma3::check_tensors(c, t));
+  return gemma3::check_cache(c, t, cache);
 }
 
 }  // namespace gk

@@ -136,3 +136,62 @@ TEST(AttentionSchedule, NoMaskEveryRowMeetsEveryKeyTileOnce) {
 }
 
 }  // namespace
+
+namespace {
+
+// The sm80 kernel's cached form (64-row blocks, 64-key tiles): the new query row i of batch b sits at position
+// kv_lens[b] + i among kv_lens[b] + S keys. Every key tile holding a key the row sees is met exactly once; any other
+// visited tile at most once (its keys masked for that row); none past the keys' end.
+template <MaskMode kMask>
+void check_cached(int batch, int seq_len, const std::vector<int>& lens, int window) {
+  constexpr int kB = 64;
+  constexpr bool kCausal = kMask != MaskMode::kNone;
+  AttentionParams p{};
+  p.batch = batch;
+  p.seq_len = seq_len;
+  p.num_q_heads = 2;
+  p.group_size = 1;
+  p.num_m_blocks = (seq_len + kB - 1) / kB;
+  p.num_tiles = p.num_m_blocks * batch * p.num_q_heads;
+  p.window = window;
+  p.kv_lens = lens.data();
+  p.kv_capacity = 1 << 20;
+  const std::string where = "S " + std::to_string(seq_len) + " window " + std::to_string(window);
+  for (int w = 0; w < p.num_tiles; ++w) {
+    const TileCoord t = gk::gemma3::tile_coord<kMask, kB, kB, false, true>(p, w);
+    ASSERT_EQ(t.p0, lens[t.b]) << where;
+    ASSERT_EQ(t.key_len, lens[t.b] + seq_len) << where;
+    std::vector<int> seen((t.key_len + kB - 1) / kB, 0);
+    for (int i = 0; i < t.n_blocks; ++i) {
+      const int n0 = gk::gemma3::key_tile<kMask, kB>(t, i, 0).n0;
+      ASSERT_EQ(n0 % kB, 0) << where;
+      ASSERT_LT(n0, t.key_len) << where << ": a tile past the keys";
+      ++seen[n0 / kB];
+    }
+    for (int r = 0; r < kB && t.m0 + r < seq_len; ++r) {
+      const int pos = t.p0 + t.m0 + r;
+      for (int k = 0; k < int(seen.size()); ++k) {
+        bool sees = false;  // any key of tile k visible from pos
+        for (int j = k * kB; j < std::min((k + 1) * kB, t.key_len) && !sees; ++j) {
+          sees = (!kCausal || j <= pos) && (window == 0 || pos - j < window);
+        }
+        if (sees) {
+          ASSERT_EQ(seen[k], 1) << where << ": batch " << t.b << " pos " << pos << " key tile " << k;
+        } else {
+          ASSERT_LE(seen[k], 1) << where << ": batch " << t.b << " pos " << pos << " key tile " << k;
+        }
+      }
+    }
+  }
+}
+
+TEST(AttentionSchedule, CachedRowsMeetTheirKeysOnce) {
+  const std::vector<int> lens = {0, 1, 63, 64, 100, 4097};
+  for (int s : {1, 7, 64, 65, 130}) {
+    check_cached<MaskMode::kCausal>(int(lens.size()), s, lens, 0);
+    check_cached<MaskMode::kNone>(int(lens.size()), s, lens, 0);
+    for (int window : {1, 50, 64, 129, 1024}) check_cached<MaskMode::kSliding>(int(lens.size()), s, lens, window);
+  }
+}
+
+}  // namespace

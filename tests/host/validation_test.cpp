@@ -352,3 +352,79 @@ TEST(PublicApi, TensorHelperAndStatusStrings) {
 }
 
 }  // namespace
+
+namespace {
+
+// A call with a key/value cache: the layer's call plus caches of max_len 1024 and the lengths.
+struct CachedCall : Gemma3Call {
+  gk_kv_cache cache{};
+  CachedCall() {
+    c.seq_len = 1;  // a decode step
+    refresh();
+    cache.k_cache = make(12, GK_DTYPE_BF16, {c.batch, c.num_kv_heads, 1024, c.head_dim});
+    cache.v_cache = make(13, GK_DTYPE_BF16, {c.batch, c.num_kv_heads, 1024, c.head_dim});
+    cache.cache_seqlens = make(14, GK_DTYPE_I32, {c.batch});
+    cache.max_cached = 1023;
+  }
+  gk_status check() { return gk_gemma3_attention_check_cached(&c, &t, &cache); }
+};
+
+TEST(Gemma3Cached, ValidCallsPass) {
+  CachedCall call;
+  EXPECT_EQ(call.check(), GK_STATUS_SUCCESS) << gk_last_error_message();
+  call.c.sliding_window = 512;  // a local layer
+  EXPECT_EQ(call.check(), GK_STATUS_SUCCESS) << gk_last_error_message();
+  call.c.mask_mode = GK_MASK_NONE;
+  call.c.sliding_window = 0;
+  EXPECT_EQ(call.check(), GK_STATUS_SUCCESS) << gk_last_error_message();
+}
+
+TEST(Gemma3Cached, RejectsWhatItCannotTakeWithItsReason) {
+  const auto expect = [](CachedCall call, gk_status code, const char* part) {
+    EXPECT_EQ(call.check(), code) << part;
+    EXPECT_NE(std::string(gk_last_error_message()).find(part), std::string::npos) << gk_last_error_message();
+  };
+  {
+    CachedCall x;
+    x.cache.max_cached = 1024;  // 1024 cached + 1 new in 1024 slots
+    expect(x, GK_STATUS_INVALID_ARGUMENT, "max_cached 1024 + seq_len 1 do not fit");
+  }
+  {
+    CachedCall x;
+    x.cache.max_cached = -1;
+    expect(x, GK_STATUS_INVALID_ARGUMENT, "max_cached -1");
+  }
+  {
+    CachedCall x;
+    x.c.mask_mode = GK_MASK_ADDITIVE;
+    expect(x, GK_STATUS_NOT_SUPPORTED, "not additive");
+  }
+  {
+    CachedCall x;
+    x.cache.cache_seqlens.dtype = GK_DTYPE_F32;
+    expect(x, GK_STATUS_INVALID_ARGUMENT, "cache_seqlens: dtype is f32, expected i32");
+  }
+  {
+    CachedCall x;
+    x.cache.v_cache = make(13, GK_DTYPE_BF16, {x.c.batch, x.c.num_kv_heads, 512, x.c.head_dim});
+    expect(x, GK_STATUS_INVALID_ARGUMENT, "v_cache");
+  }
+  {
+    CachedCall x;
+    x.cache.k_cache = make(12, GK_DTYPE_BF16, {x.c.batch, x.c.num_kv_heads + 1, 1024, x.c.head_dim});
+    expect(x, GK_STATUS_INVALID_ARGUMENT, "k_cache");
+  }
+  {
+    CachedCall x;
+    x.cache.v_cache = x.cache.k_cache;  // one allocation for both
+    expect(x, GK_STATUS_INVALID_ARGUMENT, "overlap");
+  }
+  {
+    CachedCall x;
+    x.cache.k_cache.ndim = 3;
+    expect(x, GK_STATUS_INVALID_ARGUMENT, "k_cache must be [B, num_kv_heads, max_len, head_dim]");
+  }
+  EXPECT_EQ(gk_gemma3_attention_check_cached(nullptr, nullptr, nullptr), GK_STATUS_INVALID_ARGUMENT);
+}
+
+}  // namespace

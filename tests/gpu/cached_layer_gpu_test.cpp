@@ -1,0 +1,133 @@
+// The layer with a key/value cache (gk::gemma3_attention_forward_cached) against the CPU reference with one: a prompt
+// fed in chunks and then ragged decode steps, on one cache, outputs judged with the official rule and the cache
+// contents compared after every call; with and without a sliding window and a softcap.
+#include <cuda_bf16.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu_test_util.hpp"
+#include "judge.hpp"
+#include "reference.hpp"
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+using gk_test::GpuTest;
+
+constexpr int64_t kHidden = 256, kHq = 4, kHkv = 2, kD = 128, kMaxLen = 320;
+
+std::vector<float> randn(size_t n, float scale, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = gk_ref::round_bf16(scale * nd(rng));
+  return v;
+}
+
+template <class T>
+struct Device {
+  T* p = nullptr;
+  size_t n = 0;
+  explicit Device(size_t count) : n(count) { cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(T) + 16); }
+  ~Device() { cudaFree(p); }
+};
+
+void to_device(const std::vector<float>& f, Device<bf16>& d) {
+  std::vector<bf16> b(f.size());
+  for (size_t i = 0; i < f.size(); ++i) b[i] = __float2bfloat16_rn(f[i]);
+  cudaMemcpy(d.p, b.data(), b.size() * sizeof(bf16), cudaMemcpyHostToDevice);
+}
+std::vector<float> to_host(const Device<bf16>& d, size_t n) {
+  std::vector<bf16> b(n);
+  cudaMemcpy(b.data(), d.p, n * sizeof(bf16), cudaMemcpyDeviceToHost);
+  std::vector<float> f(n);
+  for (size_t i = 0; i < n; ++i) f[i] = __bfloat162float(b[i]);
+  return f;
+}
+
+gk_tensor desc(void* p, gk_dtype t, std::vector<int64_t> shape) {
+  return gk_tensor_contiguous(p, t, static_cast<int32_t>(shape.size()), shape.data());
+}
+
+class CachedLayer : public GpuTest {};
+
+TEST_F(CachedLayer, ChunkedPrefillAndRaggedDecodeMatchTheCpuReference) {
+  for (int64_t window : {0, 100}) {
+    for (float softcap : {0.f, 50.f}) {
+      std::mt19937 rng(static_cast<uint32_t>(next_seed()));
+      const int64_t B = 2;
+      const auto wq = randn(kHq * kD * kHidden, 0.0625f, rng), wk = randn(kHkv * kD * kHidden, 0.0625f, rng),
+                 wv = randn(kHkv * kD * kHidden, 0.0625f, rng), wo = randn(kHidden * kHq * kD, 0.044f, rng),
+                 qn = randn(kD, 0.3f, rng), kn = randn(kD, 0.3f, rng);
+      Device<bf16> d_wq(wq.size()), d_wk(wk.size()), d_wv(wv.size()), d_wo(wo.size()), d_qn(kD), d_kn(kD);
+      to_device(wq, d_wq), to_device(wk, d_wk), to_device(wv, d_wv), to_device(wo, d_wo), to_device(qn, d_qn),
+          to_device(kn, d_kn);
+      const size_t cache_n = size_t(B * kHkv * kMaxLen * kD);
+      std::vector<float> k_ref(cache_n, 0.f), v_ref(cache_n, 0.f);
+      Device<bf16> d_k(cache_n), d_v(cache_n);
+      to_device(k_ref, d_k), to_device(v_ref, d_v);
+      Device<int> d_lens(B);
+      // (new tokens, cached lengths): a 200-token prompt in chunks of 130 and 70, decode steps, one sequence
+      // restarted shorter.
+      const std::vector<std::pair<int64_t, std::vector<int64_t>>> calls = {
+          {130, {0, 0}}, {70, {130, 130}}, {1, {200, 200}}, {1, {201, 37}}, {3, {202, 38}}};
+      for (const auto& [S, lens] : calls) {
+        const std::string what = "window " + std::to_string(window) + " softcap " + std::to_string(softcap) +
+                                 " S " + std::to_string(S) + " lens " + std::to_string(lens[0]) + "," +
+                                 std::to_string(lens[1]);
+        const auto hs = randn(B * S * kHidden, 1.f, rng), cos = randn(B * S * kD, 0.6f, rng),
+                   sin = randn(B * S * kD, 0.6f, rng);
+        Device<bf16> d_hs(hs.size()), d_cos(cos.size()), d_sin(sin.size()), d_out(B * S * kHidden);
+        to_device(hs, d_hs), to_device(cos, d_cos), to_device(sin, d_sin);
+        const std::vector<int> lens32(lens.begin(), lens.end());
+        cudaMemcpy(d_lens.p, lens32.data(), B * sizeof(int), cudaMemcpyHostToDevice);
+
+        gk_gemma3_attention_config c{B, S, kHidden, kHq, kHkv, kD, softcap, 1e-6f, 1.f, 0.f, GK_MASK_CAUSAL, window};
+        gk_gemma3_attention_tensors t{};
+        t.hidden_states = desc(d_hs.p, GK_DTYPE_BF16, {B, S, kHidden});
+        t.cos = desc(d_cos.p, GK_DTYPE_BF16, {B, S, kD});
+        t.sin = desc(d_sin.p, GK_DTYPE_BF16, {B, S, kD});
+        t.q_proj_weight = desc(d_wq.p, GK_DTYPE_BF16, {kHq * kD, kHidden});
+        t.k_proj_weight = desc(d_wk.p, GK_DTYPE_BF16, {kHkv * kD, kHidden});
+        t.v_proj_weight = desc(d_wv.p, GK_DTYPE_BF16, {kHkv * kD, kHidden});
+        t.o_proj_weight = desc(d_wo.p, GK_DTYPE_BF16, {kHidden, kHq * kD});
+        t.q_norm_weight = desc(d_qn.p, GK_DTYPE_BF16, {kD});
+        t.k_norm_weight = desc(d_kn.p, GK_DTYPE_BF16, {kD});
+        t.out = desc(d_out.p, GK_DTYPE_BF16, {B, S, kHidden});
+        gk_kv_cache cache{};
+        cache.k_cache = desc(d_k.p, GK_DTYPE_BF16, {B, kHkv, kMaxLen, kD});
+        cache.v_cache = desc(d_v.p, GK_DTYPE_BF16, {B, kHkv, kMaxLen, kD});
+        cache.cache_seqlens = desc(d_lens.p, GK_DTYPE_I32, {B});
+        cache.max_cached = std::max(lens[0], lens[1]);
+        size_t ws_bytes = 0;
+        GK_ASSERT_OK(gk::gemma3_attention_workspace_size(c, &ws_bytes));
+        Device<unsigned char> ws(ws_bytes + 256);
+        void* ws_aligned = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(ws.p) + 255) / 256 * 256);
+        GK_ASSERT_OK(gk::gemma3_attention_forward_cached(handle(), c, t, cache, ws_aligned, ws_bytes, stream()));
+        ASSERT_EQ(cudaStreamSynchronize(stream()), cudaSuccess) << what;
+
+        gk_ref::Gemma3Dims dims{B, S, kHidden, kHq, kHkv, kD, softcap, 1e-6f, 1.f, 0.f, gk_ref::Mask::kCausal, window};
+        const gk_ref::Gemma3Inputs in{hs.data(), cos.data(), sin.data(), nullptr, wq.data(), wk.data(), wv.data(),
+                                      wo.data(), qn.data(), kn.data()};
+        std::vector<float> ref(B * S * kHidden);
+        ASSERT_TRUE(gk_ref::gemma3_attention_cached(dims, in, {k_ref.data(), v_ref.data(), kMaxLen, lens.data()},
+                                                    ref.data()));
+        const auto out = to_host(d_out, ref.size());
+        const auto j = gk_testkit::judge_host(out.data(), ref.data(), int64_t(ref.size()), 0.05, 0.05);
+        gk_test::report("047-cached " + what, 0, j, 0.99);
+        EXPECT_TRUE(j.passed(0.99)) << what << ": " << j.summary(0.99);
+        EXPECT_EQ(j.non_finite, 0) << what;
+        // The caches: the layer's k (normalized, rotated) and v as the reference rounds them, within a bf16 step.
+        for (const auto* pair : {&k_ref, &v_ref}) {
+          const auto got = to_host(pair == &k_ref ? d_k : d_v, cache_n);
+          const auto jc = gk_testkit::judge_host(got.data(), pair->data(), int64_t(cache_n), 2e-2, 2e-2);
+          EXPECT_TRUE(jc.passed(0.999)) << what << " cache: " << jc.summary(0.999);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
