@@ -160,7 +160,8 @@ GK_API gk_status gk_gemma3_attention_forward(gk_handle_t handle, const gk_gemma3
                                              size_t workspace_bytes, gk_stream_t stream);
 
 /* A key/value cache in Hugging Face's StaticCache layout, for a call that adds seq_len new tokens per sequence
- * after the ones already cached. */
+ * after the ones already cached. All three tensors are device memory of the handle's device (not checked: that
+ * needs the device), apart from the workspace and every other tensor of the call. */
 typedef struct gk_kv_cache {
   gk_tensor k_cache;       /* bf16 [B, Hkv, max_len, D], contiguous, 16-byte aligned */
   gk_tensor v_cache;       /* the same shape */

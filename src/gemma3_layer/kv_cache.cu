@@ -1,6 +1,6 @@
 // The new tokens' k and v, as the q|k|v step left them in the packed rows (k normalized and rotated), into a key/value
 // cache after each sequence's cached tokens: one thread per 16 bytes. The host checked that the caller's bound on
-// the cached lengths leaves room; a device length past it is still never written beyond the cache's end.
+// the cached lengths leaves room; a device length past it is clamped as the attention clamps it, inside the cache.
 #include <cuda_bf16.h>
 
 #include "common/kernel_launch.hpp"
@@ -23,8 +23,10 @@ __global__ void cache_write_kernel(const CacheWriteParams p) {
   rest /= p.kv_heads;
   const int s = static_cast<int>(rest % p.seq_len);
   const int b = static_cast<int>(rest / p.seq_len);
-  const int pos = p.lens[b] + s;
-  if (pos < 0 || pos >= p.max_len) return;
+  // The attention's clamp (MaskPolicy::visit): a length past the host's bound still lands inside the cache, where
+  // the attention then reads it.
+  const int64_t p0 = max(int64_t(0), min(int64_t(p.lens[b]), int64_t(p.max_len) - p.seq_len));
+  const int64_t pos = p0 + s;
   const __nv_bfloat16* src =
       p.qkv + (int64_t(b) * p.seq_len + s) * p.row_stride + (kind ? p.v_col : p.k_col) + h * p.head_dim + c * 8;
   __nv_bfloat16* dst = (kind ? p.v_cache : p.k_cache) + ((int64_t(b) * p.kv_heads + h) * p.max_len + pos) * p.head_dim +

@@ -7,6 +7,7 @@
 #include "attention/attention.hpp"
 #include "common/gemm.hpp"
 #include "common/status_util.hpp"
+#include "common/tensor_check.hpp"
 #include "common/workspace.hpp"
 #include "gemma3_layer/kv_cache.hpp"
 #include "gemma3_layer/operands.hpp"
@@ -239,11 +240,19 @@ Status forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3A
     GK_RETURN_IF_ERROR(gemma3::prepare_splitk_proj(qkv, plan.splitk, &qkv_launch));
   }
   gemma3::AttentionParams ap = gemma3::attention_params(c, t, ws, plan.v_first);
-  if (plan.o_prefetch == gemma3::OPrefetch::kAttention) {
+  // With a cache the attention is not the projection's programmatic dependent: it asks for the O weights instead.
+  if (plan.o_prefetch == gemma3::OPrefetch::kAttention ||
+      (cache != nullptr && plan.o_prefetch == gemma3::OPrefetch::kProjection)) {
     ap.l2_prefetch = t.o_proj_weight.data;
     ap.l2_prefetch_bytes = o_weight_bytes;
   }
   if (cache != nullptr) {
+    // The call writes its workspace before the cache write reads the lengths: none of the cache may lie in it.
+    const int64_t ws_elems = static_cast<int64_t>(workspace_bytes / 2);  // as bf16 elements
+    const gk_tensor ws_view = gk_tensor_contiguous(workspace, GK_DTYPE_BF16, 1, &ws_elems);
+    GK_RETURN_IF_ERROR(detail::check_no_overlap(kOp, "workspace", ws_view,
+                                                {{"k_cache", &cache->k_cache}, {"v_cache", &cache->v_cache},
+                                                 {"cache_seqlens", &cache->cache_seqlens}}));
     const int64_t max_len = cache->k_cache.shape[2];
     gemma3::CacheWriteParams cw{};
     cw.qkv = ws.qkv;

@@ -141,8 +141,9 @@ Status check_cache(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors&
                  kOp, (int)cache.k_cache.ndim);
   }
   const int64_t max_len = cache.k_cache.shape[2];
-  if (max_len < 1 || max_len > INT32_MAX) {
-    return error(GK_STATUS_INVALID_ARGUMENT, "%s: k_cache's max_len %lld must be 1..2^31-1", kOp, (long long)max_len);
+  if (max_len < 1 || max_len > kMaxSeqLen) {  // the kernels' key positions stay far from int32 overflow
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: k_cache's max_len %lld must be 1..%lld", kOp, (long long)max_len,
+                 (long long)kMaxSeqLen);
   }
   GK_RETURN_IF_ERROR(check_tensor(kOp, cache.k_cache, TensorSpec{"k_cache", GK_DTYPE_BF16, {B, Hkv, max_len, D}, 16}));
   GK_RETURN_IF_ERROR(check_tensor(kOp, cache.v_cache, TensorSpec{"v_cache", GK_DTYPE_BF16, {B, Hkv, max_len, D}, 16}));
