@@ -5,10 +5,10 @@
 
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "fill.hpp"
 #include "gpu_test_util.hpp"
 #include "judge.hpp"
 #include "reference.hpp"
@@ -20,12 +20,7 @@ using gk_test::GpuTest;
 
 constexpr int64_t kHidden = 256, kHq = 4, kHkv = 2, kD = 128, kMaxLen = 320;
 
-std::vector<float> randn(size_t n, float scale, std::mt19937& rng) {
-  std::normal_distribution<float> nd(0.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = gk_ref::round_bf16(scale * nd(rng));
-  return v;
-}
+using Rng = gk_testkit::NormalDraws;
 
 template <class T>
 struct Device {
@@ -60,10 +55,10 @@ class CachedLayer : public GpuTest {};
 // layer then packs v's columns before k's).
 void run_calls(cudaStream_t stream, gk_handle_t handle, uint64_t seed, gk_mask_mode mode, int64_t window, float softcap,
                bool v_first) {
-  std::mt19937 rng(static_cast<uint32_t>(seed));
+  Rng rng{seed};
   const int64_t B = 2, kv_w = kHkv * kD * kHidden;
-  const auto wq = randn(kHq * kD * kHidden, 0.0625f, rng), wk = randn(kv_w, 0.0625f, rng), wv = randn(kv_w, 0.0625f, rng),
-             wo = randn(kHidden * kHq * kD, 0.044f, rng), qn = randn(kD, 0.3f, rng), kn = randn(kD, 0.3f, rng);
+  const auto wq = rng(kHq * kD * kHidden, 0.0625f), wk = rng(kv_w, 0.0625f), wv = rng(kv_w, 0.0625f),
+             wo = rng(kHidden * kHq * kD, 0.044f), qn = rng(kD, 0.3f), kn = rng(kD, 0.3f);
   Device<bf16> d_wq(wq.size()), d_kv(2 * kv_w), d_wo(wo.size()), d_qn(kD), d_kn(kD);
   std::vector<float> kv(v_first ? wv : wk);
   kv.insert(kv.end(), (v_first ? wk : wv).begin(), (v_first ? wk : wv).end());
@@ -83,8 +78,8 @@ void run_calls(cudaStream_t stream, gk_handle_t handle, uint64_t seed, gk_mask_m
     const std::string what = "mode " + std::to_string(int(mode)) + " window " + std::to_string(window) + " softcap " +
                              std::to_string(softcap) + (v_first ? " v-first" : "") + " S " + std::to_string(S) +
                              " lens " + std::to_string(lens[0]) + "," + std::to_string(lens[1]);
-    const auto hs = randn(B * S * kHidden, 1.f, rng), cos = randn(B * S * kD, 0.6f, rng),
-               sin = randn(B * S * kD, 0.6f, rng);
+    const auto hs = rng(B * S * kHidden, 1.f), cos = rng(B * S * kD, 0.6f),
+               sin = rng(B * S * kD, 0.6f);
     Device<bf16> d_hs(hs.size()), d_cos(cos.size()), d_sin(sin.size()), d_out(B * S * kHidden);
     to_device(hs, d_hs), to_device(cos, d_cos), to_device(sin, d_sin);
     const std::vector<int> lens32(lens.begin(), lens.end());
