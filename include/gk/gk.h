@@ -40,7 +40,9 @@ typedef enum gk_abi_struct {
   GK_ABI_GEMMA3_TENSORS = 2,
   GK_ABI_AUDIO_CONFIG = 3,
   GK_ABI_AUDIO_TENSORS = 4,
-  GK_ABI_KV_CACHE = 5
+  GK_ABI_KV_CACHE = 5,
+  GK_ABI_GEMMA3_QKV_TENSORS = 6,
+  GK_ABI_GEMMA3_ATTEND_TENSORS = 7
 } gk_abi_struct;
 /* sizeof the struct as the library was built; 0 for a value outside gk_abi_struct. */
 GK_API size_t gk_abi_struct_size(int32_t which);
@@ -183,6 +185,54 @@ GK_API gk_status gk_gemma3_attention_forward_cached(gk_handle_t handle, const gk
                                                     const gk_gemma3_attention_tensors* tensors,
                                                     const gk_kv_cache* cache, void* workspace,
                                                     size_t workspace_bytes, gk_stream_t stream);
+
+/* The layer in two steps, for callers that keep the cache themselves (Hugging Face's DynamicCache, a paged cache):
+ * gk_gemma3_qkv computes the new tokens' q and k (normalized and rotated) and v; the caller stores k and v, or lets
+ * the call write them into a cache; gk_gemma3_attend attends the new queries over a cache that holds them and applies
+ * the O projection. On one cache, qkv (writing the cache) then attend computes what forward_cached computes.
+ * Both take the layer's config: qkv reads its shapes, rms_norm_eps and norm_weight_offset; attend its shapes, softcap,
+ * query_scale, mask_mode (causal or none) and sliding_window. Each has its own workspace size. */
+
+/* hidden_states [B,S,hidden]; cos, sin [B,S,D]; weights as for the layer; q_out [B,Hq,S,D]; k_out, v_out
+ * [B,Hkv,S,D] (the layout of Hugging Face's query/key/value states). All bf16, contiguous. */
+typedef struct gk_gemma3_qkv_tensors {
+  gk_tensor hidden_states;
+  gk_tensor cos;
+  gk_tensor sin;
+  gk_tensor q_proj_weight;
+  gk_tensor k_proj_weight;
+  gk_tensor v_proj_weight;
+  gk_tensor q_norm_weight;
+  gk_tensor k_norm_weight;
+  gk_tensor q_out;
+  gk_tensor k_out; /* with a cache: not written, and may be a null descriptor */
+  gk_tensor v_out;
+} gk_gemma3_qkv_tensors;
+
+/* cache: null, or a cache that receives k and v at positions cache_seqlens[b] + s (as forward_cached writes them). */
+GK_API gk_status gk_gemma3_qkv_check(const gk_gemma3_attention_config* config, const gk_gemma3_qkv_tensors* tensors,
+                                     const gk_kv_cache* cache);
+GK_API gk_status gk_gemma3_qkv_workspace_size(const gk_gemma3_attention_config* config, size_t* bytes);
+GK_API gk_status gk_gemma3_qkv_forward(gk_handle_t handle, const gk_gemma3_attention_config* config,
+                                       const gk_gemma3_qkv_tensors* tensors, const gk_kv_cache* cache,
+                                       void* workspace, size_t workspace_bytes, gk_stream_t stream);
+
+/* query [B,Hq,S,D] (gk_gemma3_qkv's q_out); o_proj_weight [hidden,Hq*D]; out [B,S,hidden]. All bf16, contiguous. */
+typedef struct gk_gemma3_attend_tensors {
+  gk_tensor query;
+  gk_tensor o_proj_weight;
+  gk_tensor out;
+} gk_gemma3_attend_tensors;
+
+/* The cache holds, per sequence, cache_seqlens[b] earlier tokens followed by the S new ones (their k and v already
+ * stored); new query i sits at position cache_seqlens[b] + i. max_len may be any length the tokens fit in (a
+ * DynamicCache's keys as its update returns them). */
+GK_API gk_status gk_gemma3_attend_check(const gk_gemma3_attention_config* config,
+                                        const gk_gemma3_attend_tensors* tensors, const gk_kv_cache* cache);
+GK_API gk_status gk_gemma3_attend_workspace_size(const gk_gemma3_attention_config* config, size_t* bytes);
+GK_API gk_status gk_gemma3_attend_forward(gk_handle_t handle, const gk_gemma3_attention_config* config,
+                                          const gk_gemma3_attend_tensors* tensors, const gk_kv_cache* cache,
+                                          void* workspace, size_t workspace_bytes, gk_stream_t stream);
 
 /* Writes into buf (capacity len bytes, NUL-terminated) the plan the next forward call with these arguments would
  * run, as the complete list of its choices in gk_handle_set_overrides' syntax: passing that string back pins exactly

@@ -25,7 +25,9 @@ TEST(Version, AbiDescribesTheStructs) {
   EXPECT_EQ(gk_abi_struct_size(GK_ABI_AUDIO_TENSORS), sizeof(gk_audio_qkv_tensors));
   EXPECT_EQ(gk_abi_struct_size(GK_ABI_KV_CACHE), sizeof(gk_kv_cache));
   EXPECT_EQ(gk_abi_struct_size(-1), 0u);
-  EXPECT_EQ(gk_abi_struct_size(6), 0u);
+  EXPECT_EQ(gk_abi_struct_size(GK_ABI_GEMMA3_QKV_TENSORS), sizeof(gk_gemma3_qkv_tensors));
+  EXPECT_EQ(gk_abi_struct_size(GK_ABI_GEMMA3_ATTEND_TENSORS), sizeof(gk_gemma3_attend_tensors));
+  EXPECT_EQ(gk_abi_struct_size(8), 0u);
 }
 
 }  // namespace
