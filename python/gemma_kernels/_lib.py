@@ -127,6 +127,29 @@ class KvCache(ctypes.Structure):
     ]
 
 
+class Gemma3QkvTensors(ctypes.Structure):
+    _fields_ = [
+        (name, Tensor)
+        for name in (
+            "hidden_states",
+            "cos",
+            "sin",
+            "q_proj_weight",
+            "k_proj_weight",
+            "v_proj_weight",
+            "q_norm_weight",
+            "k_norm_weight",
+            "q_out",
+            "k_out",
+            "v_out",
+        )
+    ]
+
+
+class Gemma3AttendTensors(ctypes.Structure):
+    _fields_ = [(name, Tensor) for name in ("query", "o_proj_weight", "out")]
+
+
 class GkError(RuntimeError):
     """A failing libgk call; `status` is the gk_status code, the message is the library's."""
 
@@ -217,7 +240,8 @@ def _check_abi(lib: ctypes.CDLL, path: Path) -> None:
     lib.gk_version.restype = ctypes.c_char_p
     lib.gk_version.argtypes = []
     abi = lib.gk_abi_version()
-    mine = [Tensor, Gemma3Config, Gemma3Tensors, AudioConfig, AudioTensors, KvCache]  # gk_abi_struct order
+    mine = [Tensor, Gemma3Config, Gemma3Tensors, AudioConfig, AudioTensors, KvCache, Gemma3QkvTensors,
+            Gemma3AttendTensors]  # gk_abi_struct order
     theirs = [lib.gk_abi_struct_size(i) for i in range(len(mine))]
     if abi != ABI_VERSION or theirs != [ctypes.sizeof(s) for s in mine]:
         raise OSError(
@@ -256,6 +280,21 @@ def _declare(lib: ctypes.CDLL) -> None:
         plan = getattr(lib, prefix + "_plan")
         plan.restype = st
         plan.argtypes = [ctypes.c_void_p, p(cfg), p(tens), ctypes.c_char_p, ctypes.c_size_t]
+    # The calls with a key/value cache: (config, tensors, cache) where the others take (config, tensors).
+    for prefix, tens in (("gk_gemma3_attention", Gemma3Tensors), ("gk_gemma3_qkv", Gemma3QkvTensors),
+                         ("gk_gemma3_attend", Gemma3AttendTensors)):
+        cached = "_cached" if prefix == "gk_gemma3_attention" else ""
+        check = getattr(lib, prefix + "_check" + cached)
+        check.restype = st
+        check.argtypes = [p(Gemma3Config), p(tens), p(KvCache)]
+        fwd = getattr(lib, prefix + "_forward" + cached)
+        fwd.restype = st
+        fwd.argtypes = [ctypes.c_void_p, p(Gemma3Config), p(tens), p(KvCache), ctypes.c_void_p, ctypes.c_size_t,
+                        ctypes.c_void_p]
+        if not cached:
+            ws = getattr(lib, prefix + "_workspace_size")
+            ws.restype = st
+            ws.argtypes = [p(Gemma3Config), p(ctypes.c_size_t)]
 
 
 def check(status: int) -> None:

@@ -1,8 +1,11 @@
-// The layer with a key/value cache (gk::gemma3_attention_forward_cached) against the CPU reference with one: a prompt
-// fed in chunks and then ragged decode steps, on one cache, outputs judged with the official rule and against the
-// precise yardstick, and the cache contents compared after every call.
+// The layer with a key/value cache against the CPU reference with one: a prompt fed in chunks and then ragged decode
+// steps, on one cache, outputs judged with the official rule and against the precise yardstick, and the cache
+// contents compared after every call. Three forms of the call: the fused layer (gk::gemma3_attention_forward_cached),
+// the split calls with qkv writing the cache (gk::gemma3_qkv_forward, gk::gemma3_attend_forward), and qkv into plain
+// outputs that the test copies into the cache itself, as a caller keeping its own cache does.
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -51,10 +54,12 @@ gk_tensor desc(void* p, gk_dtype t, std::vector<int64_t> shape) {
 
 class CachedLayer : public GpuTest {};
 
+enum class Form { kFused, kSplitIntoCache, kSplitOutputs };
+
 // One configuration through five calls on one cache. `v_first`: v's weights lie before k's in one allocation (the
 // layer then packs v's columns before k's).
 void run_calls(cudaStream_t stream, gk_handle_t handle, uint64_t seed, gk_mask_mode mode, int64_t window, float softcap,
-               bool v_first) {
+               bool v_first, Form form = Form::kFused) {
   Rng rng{seed};
   const int64_t B = 2, kv_w = kHkv * kD * kHidden;
   const auto wq = rng(kHq * kD * kHidden, 0.0625f), wk = rng(kv_w, 0.0625f), wv = rng(kv_w, 0.0625f),
@@ -77,7 +82,8 @@ void run_calls(cudaStream_t stream, gk_handle_t handle, uint64_t seed, gk_mask_m
   for (const auto& [S, lens] : calls) {
     const std::string what = "mode " + std::to_string(int(mode)) + " window " + std::to_string(window) + " softcap " +
                              std::to_string(softcap) + (v_first ? " v-first" : "") + " S " + std::to_string(S) +
-                             " lens " + std::to_string(lens[0]) + "," + std::to_string(lens[1]);
+                             " lens " + std::to_string(lens[0]) + "," + std::to_string(lens[1]) + " form " +
+                             std::to_string(int(form));
     const auto hs = rng(B * S * kHidden, 1.f), cos = rng(B * S * kD, 0.6f),
                sin = rng(B * S * kD, 0.6f);
     Device<bf16> d_hs(hs.size()), d_cos(cos.size()), d_sin(sin.size()), d_out(B * S * kHidden);
@@ -103,12 +109,42 @@ void run_calls(cudaStream_t stream, gk_handle_t handle, uint64_t seed, gk_mask_m
     cache.v_cache = desc(d_v.p, GK_DTYPE_BF16, {B, kHkv, kMaxLen, kD});
     cache.cache_seqlens = desc(d_lens.p, GK_DTYPE_I32, {B});
     cache.max_cached = std::max(lens[0], lens[1]);
-    size_t ws_bytes = 0;
+    size_t ws_bytes = 0, qkv_bytes = 0, attend_bytes = 0;
     GK_ASSERT_OK(gk::gemma3_attention_workspace_size(c, &ws_bytes));
+    GK_ASSERT_OK(gk::gemma3_qkv_workspace_size(c, &qkv_bytes));
+    GK_ASSERT_OK(gk::gemma3_attend_workspace_size(c, &attend_bytes));
+    ws_bytes = std::max({ws_bytes, qkv_bytes, attend_bytes});
     Device<unsigned char> ws(ws_bytes + 256);
     void* ws_aligned = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(ws.p) + 255) / 256 * 256);
     const auto k_before = to_host(d_k, cache_n), v_before = to_host(d_v, cache_n);
-    GK_ASSERT_OK(gk::gemma3_attention_forward_cached(handle, c, t, cache, ws_aligned, ws_bytes, stream));
+    Device<bf16> d_q(B * kHq * S * kD), d_knew(B * kHkv * S * kD), d_vnew(B * kHkv * S * kD);
+    const gk_gemma3_qkv_tensors qt{t.hidden_states, t.cos, t.sin, t.q_proj_weight, t.k_proj_weight, t.v_proj_weight,
+                                   t.q_norm_weight, t.k_norm_weight, desc(d_q.p, GK_DTYPE_BF16, {B, kHq, S, kD}),
+                                   desc(d_knew.p, GK_DTYPE_BF16, {B, kHkv, S, kD}),
+                                   desc(d_vnew.p, GK_DTYPE_BF16, {B, kHkv, S, kD})};
+    const gk_gemma3_attend_tensors at{qt.q_out, t.o_proj_weight, t.out};
+    switch (form) {
+      case Form::kFused:
+        GK_ASSERT_OK(gk::gemma3_attention_forward_cached(handle, c, t, cache, ws_aligned, ws_bytes, stream));
+        break;
+      case Form::kSplitIntoCache:
+        GK_ASSERT_OK(gk::gemma3_qkv_forward(handle, c, qt, &cache, ws_aligned, ws_bytes, stream));
+        GK_ASSERT_OK(gk::gemma3_attend_forward(handle, c, at, cache, ws_aligned, ws_bytes, stream));
+        break;
+      case Form::kSplitOutputs:
+        GK_ASSERT_OK(gk::gemma3_qkv_forward(handle, c, qt, nullptr, ws_aligned, ws_bytes, stream));
+        for (int64_t b = 0; b < B; ++b) {  // the caller's own cache update: S rows per head after lens[b]
+          for (int64_t h = 0; h < kHkv; ++h) {
+            const size_t src = size_t((b * kHkv + h) * S * kD), dst = size_t(((b * kHkv + h) * kMaxLen + lens[b]) * kD);
+            ASSERT_EQ(cudaMemcpyAsync(d_k.p + dst, d_knew.p + src, S * kD * sizeof(bf16), cudaMemcpyDeviceToDevice,
+                                      stream), cudaSuccess);
+            ASSERT_EQ(cudaMemcpyAsync(d_v.p + dst, d_vnew.p + src, S * kD * sizeof(bf16), cudaMemcpyDeviceToDevice,
+                                      stream), cudaSuccess);
+          }
+        }
+        GK_ASSERT_OK(gk::gemma3_attend_forward(handle, c, at, cache, ws_aligned, ws_bytes, stream));
+        break;
+    }
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess) << what;
 
     gk_ref::Gemma3Dims dims{B, S, kHidden, kHq, kHkv, kD, softcap, 1e-6f, 1.f, 0.f,
@@ -167,6 +203,14 @@ TEST_F(CachedLayer, ChunkedPrefillAndRaggedDecodeMatchTheCpuReference) {
   run_calls(stream(), handle(), next_seed(), GK_MASK_CAUSAL, 100, 50.f, true);
   run_calls(stream(), handle(), next_seed(), GK_MASK_CAUSAL, 400, 0.f, true);
   run_calls(stream(), handle(), next_seed(), GK_MASK_NONE, 0, 50.f, false);
+}
+
+TEST_F(CachedLayer, SplitCallsMatchTheCpuReference) {
+  for (Form form : {Form::kSplitIntoCache, Form::kSplitOutputs}) {
+    run_calls(stream(), handle(), next_seed(), GK_MASK_CAUSAL, 0, 50.f, false, form);
+    run_calls(stream(), handle(), next_seed(), GK_MASK_CAUSAL, 100, 0.f, true, form);
+    run_calls(stream(), handle(), next_seed(), GK_MASK_NONE, 0, 0.f, false, form);
+  }
 }
 
 }  // namespace
