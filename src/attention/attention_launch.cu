@@ -145,7 +145,8 @@ Status opt_in_softcap() {
 
 Status prepare_attention_kernels() {
   GK_RETURN_IF_ERROR(opt_in_softcap<true>());
-  return opt_in_softcap<false>();
+  GK_RETURN_IF_ERROR(opt_in_softcap<false>());
+  return prepare_decode_kernels();
 }
 
 Status AttentionLaunches::issue(const char* op, bool programmatic, cudaStream_t stream) {
@@ -154,16 +155,20 @@ Status AttentionLaunches::issue(const char* op, bool programmatic, cudaStream_t 
     l->set_programmatic(programmatic);
     GK_RETURN_IF_ERROR(l->issue(op, stream));
   }
-  return Status::Ok();
+  return combine.empty() ? Status::Ok() : combine.issue(op, stream);
 }
 
 Status prepare_attention(AttentionParams p, int head_dim, const AttentionPlan& plan, AttentionLaunches* out) {
   if (head_dim != Sm90Traits::kHeadDim || head_dim != Sm80Traits128::kHeadDim) {
     return detail::error(GK_STATUS_NOT_SUPPORTED, "%s: no attention kernel for head_dim %d", kOp, head_dim);
   }
-  if (p.kv_lens != nullptr && (plan.kernel != AttentionKernel::kSm80 || p.mask_mode == MaskMode::kAdditive)) {
-    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: a key/value cache runs on the sm80 kernel, unmasked or causal",
-                         kOp);
+  if (p.kv_lens != nullptr && (plan.kernel == AttentionKernel::kSm90 || p.mask_mode == MaskMode::kAdditive)) {
+    return detail::error(GK_STATUS_INTERNAL_ERROR,
+                         "%s: a key/value cache runs on the sm80 or the decode kernel, unmasked or causal", kOp);
+  }
+  if (plan.kernel == AttentionKernel::kDecode) {
+    *out = AttentionLaunches{};
+    return prepare_decode(p, head_dim, plan, out);
   }
   // A column pair of the mask loads as one 4-byte word when no pair can straddle a row end or a word boundary.
   p.mask_pairs = p.mask_mode == MaskMode::kAdditive && p.seq_len % 2 == 0 && p.mask_row_stride % 2 == 0 &&

@@ -104,6 +104,12 @@ struct AttentionParams {
   // size are multiples of 16 bytes.
   const void* l2_prefetch;
   uint64_t l2_prefetch_bytes;
+
+  // The decode kernel (attention_decode.cuh): the key range of each (sequence, kv head) split over decode_splits
+  // CTAs, whose partial outputs (fp32, with each row's maximum and sum) go to decode_partial and are merged by the
+  // combine kernel; with one split the kernel writes the output itself.
+  float* decode_partial;
+  int decode_splits;
 };
 
 }  // namespace gk::gemma3

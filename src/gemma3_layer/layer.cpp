@@ -9,6 +9,7 @@
 #include "common/status_util.hpp"
 #include "common/tensor_check.hpp"
 #include "common/workspace.hpp"
+#include "attention/decode_plan.hpp"
 #include "gemma3_layer/operands.hpp"
 #include "gemma3_layer/plan.hpp"
 #include "gemma3_layer/steps.hpp"
@@ -28,6 +29,12 @@ LayerBuffers carve_layer(const Gemma3AttentionConfig& c, void* base, LayerSteps 
   if (steps != LayerSteps::kAttend) l.qkv = w.take<bf16>(rows * (c.num_q_heads + 2 * c.num_kv_heads) * c.head_dim);
   if (steps != LayerSteps::kQkv) l.attn = w.take<bf16>(rows * c.num_q_heads * c.head_dim);
   l.gemm_workspace = w.take_bytes(detail::kGemmWorkspaceBytes);
+  // A call with a cache and few new tokens runs the decode kernel: room for the most splits it may take.
+  if (steps != LayerSteps::kQkv && decode_applies(c.seq_len)) {
+    const int splits = decode_max_splits(c.batch, c.num_kv_heads, c.seq_len, c.num_q_heads / c.num_kv_heads);
+    l.decode_partial = static_cast<float*>(
+        w.take_bytes(decode_scratch_bytes(splits, c.batch, c.num_q_heads, c.seq_len, c.head_dim)));
+  }
   if (c.mask_mode == GK_MASK_ADDITIVE && steps == LayerSteps::kAll) {
     l.mask_tile_bytes = mask_tile_scratch_bytes(c.batch, c.seq_len);
     l.mask_tiles = w.take_bytes(l.mask_tile_bytes);
@@ -254,9 +261,18 @@ void use_cache(const Gemma3AttentionConfig& c, const KvCache& cache, AttentionPa
   }
 }
 
-Status plan_cached_attention(gk_handle_t handle, const AttentionParams& ap, int head_dim, AttentionPlan* plan) {
+Status plan_cached_attention(gk_handle_t handle, const AttentionParams& ap, int head_dim, int64_t max_keys,
+                             AttentionPlan* plan) {
+  // Few new tokens: the decode kernel, unless the sm80 kernel is pinned (then its cached form, as for longer calls).
+  const int64_t kv_heads = ap.num_q_heads / ap.group_size;
+  if (decode_applies(ap.seq_len) && int64_t(ap.batch) * kv_heads <= 65535 && handle->overrides.attention_kernel != 1) {
+    *plan = AttentionPlan{};
+    plan->kernel = AttentionKernel::kDecode;
+    plan->splits = decode_splits(ap.batch, kv_heads, ap.seq_len, ap.group_size, max_keys);
+    return Status::Ok();
+  }
   detail::Overrides ov = handle->overrides;
-  ov.attention_kernel = 1;  // the cached form exists for the sm80 kernel only
+  ov.attention_kernel = 1;  // the cached form of the prefill kernels exists for the sm80 kernel only
   return plan_attention(attention_shape(ap, head_dim), handle->device_info, ov, plan);
 }
 
@@ -327,7 +343,9 @@ Status forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3A
     GK_RETURN_IF_ERROR(gemma3::check_workspace_apart(kOp, workspace, workspace_bytes, *cache));
     GK_RETURN_IF_ERROR(gemma3::prepare_head_scatter(kOp, gemma3::cache_scatter(c, qkv, ws, *cache), &cache_write));
     gemma3::use_cache(c, *cache, &ap);
-    GK_RETURN_IF_ERROR(gemma3::plan_cached_attention(handle, ap, static_cast<int>(D), &plan.attention));
+    ap.decode_partial = ws.decode_partial;
+    GK_RETURN_IF_ERROR(gemma3::plan_cached_attention(handle, ap, static_cast<int>(D), cache->max_cached + c.seq_len,
+                                                     &plan.attention));
   }
   gemma3::AttentionLaunches attention;
   GK_RETURN_IF_ERROR(gemma3::prepare_attention(ap, static_cast<int>(D), plan.attention, &attention));

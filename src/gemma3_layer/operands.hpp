@@ -19,6 +19,7 @@ struct LayerBuffers {
   void* gemm_workspace = nullptr;
   void* mask_tiles = nullptr;  // additive mode: the attention's per-call tile lists
   size_t mask_tile_bytes = 0;
+  float* decode_partial = nullptr;  // a decode-sized call (decode_plan.hpp): the splits' partial outputs
   size_t bytes = 0;
 };
 

@@ -114,12 +114,14 @@ Status gemma3_attend_forward(gk_handle_t handle, const Gemma3AttentionConfig& c,
   ap.q_head_stride = S * D;
   ap.q_batch_stride = Hq * S * D;
   gemma3::use_cache(c, cache, &ap);
+  ap.decode_partial = ws.decode_partial;
   if (gemma3::attend_prefetches_o(c, handle->overrides)) {
     ap.l2_prefetch = t.o_proj_weight.data;
     ap.l2_prefetch_bytes = uint64_t(c.hidden) * uint64_t(Hq * D) * sizeof(bf16) / 16 * 16;
   }
   gemma3::AttentionPlan plan;
-  GK_RETURN_IF_ERROR(gemma3::plan_cached_attention(handle, ap, static_cast<int>(D), &plan));
+  GK_RETURN_IF_ERROR(
+      gemma3::plan_cached_attention(handle, ap, static_cast<int>(D), cache.max_cached + c.seq_len, &plan));
   gemma3::AttentionLaunches attention;
   GK_RETURN_IF_ERROR(gemma3::prepare_attention(ap, static_cast<int>(D), plan, &attention));
   GK_RETURN_IF_ERROR(attention.issue(kAttendOp, /*programmatic=*/false, stream));

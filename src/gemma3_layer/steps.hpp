@@ -31,9 +31,11 @@ HeadScatterParams cache_scatter(const Gemma3AttentionConfig& c, const QkvStep& s
                                 const KvCache& cache);
 
 // Keys, values and lengths from the cache in `ap` (whose queries and output stay), and the mask over cached + new
-// keys; then the cached form's plan (the sm80 kernel).
+// keys; then the plan: the decode kernel for few new tokens, else the sm80 kernel's cached form.
 void use_cache(const Gemma3AttentionConfig& c, const KvCache& cache, AttentionParams* ap);
-Status plan_cached_attention(gk_handle_t handle, const AttentionParams& ap, int head_dim, AttentionPlan* plan);
+// max_keys: the host's bound on cached + new tokens. Few new tokens take the decode kernel (ap.decode_partial set).
+Status plan_cached_attention(gk_handle_t handle, const AttentionParams& ap, int head_dim, int64_t max_keys,
+                             AttentionPlan* plan);
 
 // The call writes its workspace while it reads the cache: no byte of the cache may lie in it.
 Status check_workspace_apart(const char* op, void* workspace, size_t workspace_bytes, const KvCache& cache);

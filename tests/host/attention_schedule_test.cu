@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attention/attention_plan.hpp"
+#include "attention/decode_plan.hpp"
 #include "attention/tile_scheduler.cuh"
 #include "attention/tail_packing.hpp"
 
@@ -192,6 +193,43 @@ TEST(AttentionSchedule, CachedRowsMeetTheirKeysOnce) {
     check_cached<MaskMode::kNone>(int(lens.size()), s, lens, 0);
     for (int window : {1, 50, 64, 129, 1024}) check_cached<MaskMode::kSliding>(int(lens.size()), s, lens, window);
   }
+}
+
+}  // namespace
+
+namespace {
+
+// The decode kernel's splits: for every range of keys a sequence's rows see and every split count, the splits'
+// tile runs are disjoint, in order, and cover exactly the tiles from the one holding the first key to the one
+// holding the last.
+TEST(DecodeSchedule, SplitsCoverTheKeyRangeOnce) {
+  using gk::gemma3::decode_range;
+  using gk::gemma3::kDecodeKeys;
+  for (int key_len : {1, 2, 63, 64, 65, 1000, 4113, 32768}) {
+    for (int lo : {0, 1, 63, 64, 500, 4000}) {
+      if (lo >= key_len) continue;
+      for (int splits : {1, 2, 3, 7, 33, 128}) {
+        int next = 0;
+        int lo_tile = -1;
+        for (int z = 0; z < splits; ++z) {
+          const auto r = decode_range(lo, key_len, splits, z);
+          lo_tile = r.lo_tile;
+          ASSERT_LE(r.t0, r.t1);
+          if (r.t0 == r.t1) continue;
+          ASSERT_EQ(r.t0, next) << key_len << " " << lo << " " << splits << " " << z;
+          next = r.t1;
+        }
+        ASSERT_EQ(lo_tile, lo / kDecodeKeys);
+        ASSERT_EQ(lo_tile + next, (key_len + kDecodeKeys - 1) / kDecodeKeys) << key_len << " " << lo << " " << splits;
+      }
+    }
+  }
+  // The planner: no more splits than key tiles, enough CTAs for the target, a workspace for the most it may take.
+  EXPECT_EQ(gk::gemma3::decode_splits(1, 8, 1, 3, 8193), 33);
+  EXPECT_EQ(gk::gemma3::decode_splits(1, 8, 1, 3, 100), 2);
+  EXPECT_EQ(gk::gemma3::decode_splits(64, 8, 1, 3, 2049), 1);
+  EXPECT_EQ(gk::gemma3::decode_scratch_bytes(1, 64, 24, 1, 128), 0u);
+  EXPECT_EQ(gk::gemma3::decode_scratch_bytes(33, 1, 24, 1, 128), size_t(33) * 24 * 130 * 4);
 }
 
 }  // namespace
