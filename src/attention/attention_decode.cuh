@@ -233,30 +233,44 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_decode_kernel(const At
   }
 }
 
-// Merges the splits of every query row: one warp per row, 4 columns per lane (head_dim 128).
+// Merges the splits of every query row: one warp per row, 4 columns per lane (head_dim 128). The lanes read the
+// splits' (maximum, sum) pairs side by side, then every split's columns go in with its weight from the lane that
+// read it, several loads in flight.
 template <int kHeadDim>
 __global__ void __launch_bounds__(128) decode_combine_kernel(const AttentionParams p) {
   static_assert(kHeadDim == 128, "a warp's lanes cover 4 columns each");
   const int64_t rows = int64_t(p.batch) * p.num_q_heads * p.seq_len;
   const int64_t row = int64_t(blockIdx.x) * 4 + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  if (row >= rows) return;
+  if (row >= rows) return;  // whole warps
   const int splits = p.decode_splits;
   const float* ml = p.decode_partial + int64_t(splits) * rows * kHeadDim;
   float m = -INFINITY;
-  for (int z = 0; z < splits; ++z) m = fmaxf(m, ml[(z * rows + row) * 2]);
+  for (int z = lane; z < splits; z += 32) m = fmaxf(m, ml[(z * rows + row) * 2]);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
   float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
   float l = 0.f;
-  for (int z = 0; z < splits; ++z) {
-    const float mz = ml[(z * rows + row) * 2];
-    const float w = mz == -INFINITY ? 0.f : device::ex2_approx(mz - m);  // a split with no key adds nothing
-    l += w * ml[(z * rows + row) * 2 + 1];
-    const float4 o = *reinterpret_cast<const float4*>(p.decode_partial + (z * rows + row) * kHeadDim + lane * 4);
-    acc.x += w * o.x;
-    acc.y += w * o.y;
-    acc.z += w * o.z;
-    acc.w += w * o.w;
+  for (int z0 = 0; z0 < splits; z0 += 32) {
+    float w = 0.f;
+    if (z0 + lane < splits) {
+      const float mz = ml[((z0 + lane) * rows + row) * 2];
+      w = mz == -INFINITY ? 0.f : device::ex2_approx(mz - m);  // a split with no key adds nothing
+      l += w * ml[((z0 + lane) * rows + row) * 2 + 1];
+    }
+    const int n = min(32, splits - z0);
+#pragma unroll 4
+    for (int i = 0; i < n; ++i) {
+      const float wi = __shfl_sync(0xffffffffu, w, i);
+      const float4 o = *reinterpret_cast<const float4*>(p.decode_partial + ((z0 + i) * rows + row) * kHeadDim + lane * 4);
+      acc.x += wi * o.x;
+      acc.y += wi * o.y;
+      acc.z += wi * o.z;
+      acc.w += wi * o.w;
+    }
   }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
   const float inv = l > 0.f ? 1.f / l : 0.f;
   const int token = static_cast<int>(row % p.seq_len);
   const int h = static_cast<int>((row / p.seq_len) % p.num_q_heads);
