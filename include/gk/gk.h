@@ -54,7 +54,7 @@ typedef struct CUstream_st* gk_stream_t;
 typedef enum gk_status {
   GK_STATUS_SUCCESS = 0,
   GK_STATUS_INVALID_ARGUMENT = 1,      /* a tensor, size or scalar breaks the operator's contract */
-  GK_STATUS_NOT_SUPPORTED = 2,         /* a valid configuration this build does not implement (e.g. head_dim 256) */
+  GK_STATUS_NOT_SUPPORTED = 2,         /* a valid configuration this build does not implement (e.g. head_dim 96) */
   GK_STATUS_WORKSPACE_TOO_SMALL = 3,   /* workspace smaller than the *_workspace_size query returned */
   GK_STATUS_CUDA_ERROR = 4,            /* the CUDA runtime reported an error (message names the step) */
   GK_STATUS_CUBLAS_ERROR = 5,          /* cuBLASLt reported an error (message names the GEMM) */
@@ -124,7 +124,7 @@ typedef struct gk_gemma3_attention_config {
   int64_t hidden;         /* multiple of 64 */
   int64_t num_q_heads;    /* multiple of num_kv_heads; group size 1..8 */
   int64_t num_kv_heads;
-  int64_t head_dim;       /* 128 (256 is rejected as not yet supported) */
+  int64_t head_dim;       /* 128 or 256 */
   float softcap;          /* logit softcap; 0 disables it */
   float rms_norm_eps;
   float norm_weight_offset; /* RMSNorm scale is (offset + w): 1 for Gemma3, 0 for Gemma3n */

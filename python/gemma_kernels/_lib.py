@@ -163,7 +163,7 @@ class GkValueError(GkError, ValueError):
 
 
 class GkNotSupportedError(GkError, NotImplementedError):
-    """GK_STATUS_NOT_SUPPORTED: valid, but not implemented by this build (e.g. head_dim 256)."""
+    """GK_STATUS_NOT_SUPPORTED: valid, but not implemented by this build (e.g. head_dim 96)."""
 
 
 def _candidates() -> list[Path]:

@@ -7,7 +7,7 @@
     model.generate(ids, max_new_tokens=128, cache_implementation="static")     # StaticCache
 
 Each attention module keeps its parameters (state dicts, devices and dtypes are untouched); only its forward
-changes. Modules the operator can never take (head_dim other than 128, projection biases) are not switched, and
+changes. Modules the operator can never take (head_dim other than 128 and 256, projection biases) are not switched, and
 one warning names them. What a switched module runs:
 - no cache (use_cache=False, scoring): the fused layer (gemma3_attention), with HF's mask tensor where there is one;
 - a StaticCache's full-attention layer: the fused layer with the cache (gemma3_attention_cached_out), the new k and v
@@ -55,8 +55,8 @@ def _additive_mask(mask: torch.Tensor, batch: int, seq_len: int) -> torch.Tensor
 def _static_reasons(module) -> list:
     """Why a module can never take the fused layer, whatever the call (empty: it can)."""
     reasons = []
-    if module.head_dim != 128:
-        reasons.append(f"head_dim {module.head_dim} (supported: 128)")
+    if module.head_dim not in (128, 256):
+        reasons.append(f"head_dim {module.head_dim} (supported: 128, 256)")
     if any(getattr(m, "bias", None) is not None for m in (module.q_proj, module.k_proj, module.v_proj, module.o_proj)):
         reasons.append("projection biases")
     return reasons
@@ -251,7 +251,7 @@ def _pack_qkv_weights(module: torch.nn.Module) -> None:
 
 def use_gemma_kernels(model: torch.nn.Module, pack_qkv: bool = False) -> int:
     """Switches every Gemma3Attention in `model` that the fused layer can take to it; returns how many it switched.
-    Modules it can never take (e.g. head_dim 256) stay as they are, named in one warning with the reason; a
+    Modules it can never take (e.g. head_dim 96) stay as they are, named in one warning with the reason; a
     switched module whose call it cannot take (a KV cache, training mode, ...) runs its own forward and warns once
     per reason. pack_qkv: also put each module's q, k and v weights into one allocation (see the module's
     docstring)."""

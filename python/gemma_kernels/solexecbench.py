@@ -38,9 +38,12 @@ PROBLEMS = {
     },
 }
 
+# Hidden visibility, as libgk is built: each package keeps its own copy of every internal symbol even when two are
+# loaded into one process (only the module's init function is exported).
 COMPILE_OPTIONS = {
-    "cflags": ["-O3", "-std=c++17"],
-    "cuda_cflags": ["-O3", "-std=c++17", "--expt-relaxed-constexpr", "-gencode=arch=compute_90a,code=sm_90a"],
+    "cflags": ["-O3", "-std=c++17", "-fvisibility=hidden"],
+    "cuda_cflags": ["-O3", "-std=c++17", "--expt-relaxed-constexpr", "-gencode=arch=compute_90a,code=sm_90a",
+                    "-Xcompiler=-fvisibility=hidden"],
     "ld_flags": ["-lcuda", "-lcublasLt"],
 }
 

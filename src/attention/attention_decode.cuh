@@ -31,6 +31,9 @@ struct DecodeTraits {
   static constexpr int kKeys = kDecodeKeys;
   static constexpr int kWarpKeys = kKeys / kWarps;  // 16: one k16 step of P*V per warp and tile
   static constexpr int kStages = 3;
+  // Q's fragments stay in registers at head_dim 128; at 256 the output accumulators take 128 registers and Q's
+  // fragments are read from shared memory per tile instead (as the sm80 kernel does at 256).
+  static constexpr bool kQInRegisters = kHeadDim <= 128;
   static constexpr int kChunksPerRow = kHeadDim / 8;
   static constexpr int kTileQ = kRows * kHeadDim;
   static constexpr int kTileKV = kKeys * kHeadDim;
@@ -112,16 +115,19 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_decode_kernel(const At
   float acc_o[kDTiles][4];
 #pragma unroll
   for (int i = 0; i < kDTiles; ++i) acc_o[i][0] = acc_o[i][1] = acc_o[i][2] = acc_o[i][3] = 0.f;
-  uint32_t q_frag[kKSteps][4];
+  uint32_t q_frag[Tr::kQInRegisters ? kKSteps : 1][4];
+  const auto q_fragment = [&](int ks, uint32_t (&f)[4]) {
+    device::ldmatrix_x4(device::smem_addr(s_q + swizzle<kHeadDim>(lane & 15, ks * 2 + (lane >> 4))), f);
+  };
 
   for (int t = range.t0; t < range.t1; ++t) {
     const int i = t - range.t0, stage = i % Tr::kStages;
     device::cp_async_wait<Tr::kStages - 2>();  // tile t (and the Q block) have landed
     __syncthreads();                             // ... for every thread, and every warp is done with tile t - 1
-    if (i == 0) {
+    if constexpr (Tr::kQInRegisters) {
+      if (i == 0) {
 #pragma unroll
-      for (int ks = 0; ks < kKSteps; ++ks) {
-        device::ldmatrix_x4(device::smem_addr(s_q + swizzle<kHeadDim>(lane & 15, ks * 2 + (lane >> 4))), q_frag[ks]);
+        for (int ks = 0; ks < kKSteps; ++ks) q_fragment(ks, q_frag[ks]);
       }
     }
     if (t + Tr::kStages - 1 < range.t1) load_kv(t + Tr::kStages - 1, (i + Tr::kStages - 1) % Tr::kStages);
@@ -136,8 +142,10 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_decode_kernel(const At
       uint32_t kf[4];
       const int key = key0 + (lane & 7) + ((lane >> 4) << 3);
       device::ldmatrix_x4(device::smem_addr(s_kb + swizzle<kHeadDim>(key, ks * 2 + ((lane >> 3) & 1))), kf);
-      device::mma_bf16_16816(acc_s[0], q_frag[ks], kf[0], kf[1]);
-      device::mma_bf16_16816(acc_s[1], q_frag[ks], kf[2], kf[3]);
+      uint32_t(&qf)[4] = q_frag[Tr::kQInRegisters ? ks : 0];
+      if constexpr (!Tr::kQInRegisters) q_fragment(ks, qf);
+      device::mma_bf16_16816(acc_s[0], qf, kf[0], kf[1]);
+      device::mma_bf16_16816(acc_s[1], qf, kf[2], kf[3]);
     }
     const int n0 = (range.lo_tile + t) * Tr::kKeys + key0;
     const bool edge = n0 + Tr::kWarpKeys > key_len ||
@@ -233,12 +241,13 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_decode_kernel(const At
   }
 }
 
-// Merges the splits of every query row: one warp per row, 4 columns per lane (head_dim 128). The lanes read the
+// Merges the splits of every query row: one warp per row, a float4 of each 128 columns per lane. The lanes read the
 // splits' (maximum, sum) pairs side by side, then every split's columns go in with its weight from the lane that
 // read it, several loads in flight.
 template <int kHeadDim>
 __global__ void __launch_bounds__(128) decode_combine_kernel(const AttentionParams p) {
-  static_assert(kHeadDim == 128, "a warp's lanes cover 4 columns each");
+  constexpr int kVecs = kHeadDim / 128;  // float4 columns per lane
+  static_assert(kHeadDim % 128 == 0, "whole float4s per lane");
   const int64_t rows = int64_t(p.batch) * p.num_q_heads * p.seq_len;
   const int64_t row = int64_t(blockIdx.x) * 4 + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -249,7 +258,9 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const AttentionPara
   for (int z = lane; z < splits; z += 32) m = fmaxf(m, ml[(z * rows + row) * 2]);
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+  float4 acc[kVecs];
+#pragma unroll
+  for (int c = 0; c < kVecs; ++c) acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
   float l = 0.f;
   for (int z0 = 0; z0 < splits; z0 += 32) {
     float w = 0.f;
@@ -262,11 +273,15 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const AttentionPara
 #pragma unroll 4
     for (int i = 0; i < n; ++i) {
       const float wi = __shfl_sync(0xffffffffu, w, i);
-      const float4 o = *reinterpret_cast<const float4*>(p.decode_partial + ((z0 + i) * rows + row) * kHeadDim + lane * 4);
-      acc.x += wi * o.x;
-      acc.y += wi * o.y;
-      acc.z += wi * o.z;
-      acc.w += wi * o.w;
+      const float* src = p.decode_partial + ((z0 + i) * rows + row) * kHeadDim;
+#pragma unroll
+      for (int c = 0; c < kVecs; ++c) {
+        const float4 o = *reinterpret_cast<const float4*>(src + c * 128 + lane * 4);
+        acc[c].x += wi * o.x;
+        acc[c].y += wi * o.y;
+        acc[c].z += wi * o.z;
+        acc[c].w += wi * o.w;
+      }
     }
   }
 #pragma unroll
@@ -276,10 +291,13 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const AttentionPara
   const int h = static_cast<int>((row / p.seq_len) % p.num_q_heads);
   const int b = static_cast<int>(row / (int64_t(p.seq_len) * p.num_q_heads));
   __nv_bfloat16* o = p.o + b * p.o_batch_stride + h * p.o_head_stride + token * p.o_token_stride + lane * 4;
-  uint2 packed;
-  packed.x = device::pack_bf16x2(acc.x * inv, acc.y * inv);
-  packed.y = device::pack_bf16x2(acc.z * inv, acc.w * inv);
-  *reinterpret_cast<uint2*>(o) = packed;
+#pragma unroll
+  for (int c = 0; c < kVecs; ++c) {
+    uint2 packed;
+    packed.x = device::pack_bf16x2(acc[c].x * inv, acc[c].y * inv);
+    packed.y = device::pack_bf16x2(acc[c].z * inv, acc[c].w * inv);
+    *reinterpret_cast<uint2*>(o + c * 128) = packed;
+  }
 }
 
 }  // namespace gk::gemma3

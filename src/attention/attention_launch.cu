@@ -1,6 +1,6 @@
-// Launch of the attention kernels as the plan says (attention_plan.hpp): the instantiated matrix is head_dim 128 x
-// {softcap on, off} x {causal, sliding window, additive, none} for the sm80-class kernel and the sm90 kernel, and the
-// sm90 kernel's fixed-reference softmax for softcap x each mask. Additive mode first builds the tile lists for the
+// Launch of the attention kernels as the plan says (attention_plan.hpp): the instantiated matrix is {softcap on, off}
+// x {causal, sliding window, additive, none} for the sm80-class kernel at head_dim 128 and 256 and the sm90 kernel
+// at 128, and the sm90 kernel's fixed-reference softmax for softcap x each mask. Additive mode first builds the tile lists for the
 // kernel's block shape (mask_tiles.cu).
 #include <cuda.h>
 
@@ -22,7 +22,10 @@ namespace {
 
 constexpr const char* kOp = "gemma3_attention";
 using Sm80Traits128 = AttentionTraits</*kBlockM=*/64, /*kBlockN=*/64, /*kHeadDim=*/128, /*kWarps=*/4>;
+// head_dim 256 runs on the sm80-class kernel only, with the same tiles (160 KB of shared memory).
+using Sm80Traits256 = AttentionTraits</*kBlockM=*/64, /*kBlockN=*/64, /*kHeadDim=*/256, /*kWarps=*/4>;
 static_assert(Sm90Traits::kBlockM == kSm90Block && Sm90Traits::kBlockN == kSm90Block &&
+                  Sm90Traits::kHeadDim == kSm90HeadDim && Sm80Traits256::kBlockM == kSm80Block &&
                   Sm80Traits128::kBlockM == kSm80Block && Sm80Traits128::kBlockN == kSm80Block,
               "the planner's tiles (attention_plan.hpp) are the kernels'");
 
@@ -99,22 +102,23 @@ Status prepare_sm90(AttentionParams p, const AttentionPlan& plan, AttentionLaunc
 }
 
 template <bool kSoftcap, MaskMode kMask>
-Status prepare_variant(const AttentionParams& p, const AttentionPlan& plan, AttentionLaunches* out) {
+Status prepare_variant(const AttentionParams& p, int head_dim, const AttentionPlan& plan, AttentionLaunches* out) {
+  if (head_dim == Sm80Traits256::kHeadDim) return prepare_sm80<Sm80Traits256, kSoftcap, kMask>(p, plan, out);
   if (plan.kernel == AttentionKernel::kSm90) return prepare_sm90<kSoftcap, kMask>(p, plan, out);
   return prepare_sm80<Sm80Traits128, kSoftcap, kMask>(p, plan, out);
 }
 
 template <bool kSoftcap>
-Status prepare_mask(const AttentionParams& p, const AttentionPlan& plan, AttentionLaunches* out) {
+Status prepare_mask(const AttentionParams& p, int head_dim, const AttentionPlan& plan, AttentionLaunches* out) {
   switch (p.mask_mode) {
     case MaskMode::kCausal:
-      return prepare_variant<kSoftcap, MaskMode::kCausal>(p, plan, out);
+      return prepare_variant<kSoftcap, MaskMode::kCausal>(p, head_dim, plan, out);
     case MaskMode::kAdditive:
-      return prepare_variant<kSoftcap, MaskMode::kAdditive>(p, plan, out);
+      return prepare_variant<kSoftcap, MaskMode::kAdditive>(p, head_dim, plan, out);
     case MaskMode::kNone:
-      return prepare_variant<kSoftcap, MaskMode::kNone>(p, plan, out);
+      return prepare_variant<kSoftcap, MaskMode::kNone>(p, head_dim, plan, out);
     case MaskMode::kSliding:
-      return prepare_variant<kSoftcap, MaskMode::kSliding>(p, plan, out);
+      return prepare_variant<kSoftcap, MaskMode::kSliding>(p, head_dim, plan, out);
   }
   return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: unknown mask mode %d", kOp, static_cast<int>(p.mask_mode));
 }
@@ -125,12 +129,16 @@ Status opt_in_variant() {
   const auto opt_in = [](const void* kernel, size_t bytes) { return detail::set_smem_opt_in(kOp, kernel, bytes); };
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(sm90_kernel<kSoftcap, kMask>(false)), Sm90Traits::kSmemBytes));
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(sm90_kernel<kSoftcap, kMask>(true)), Sm90Traits::kSmemBytes));
-  if constexpr (kMask != MaskMode::kAdditive) {  // the cached form
+  if constexpr (kMask != MaskMode::kAdditive) {  // the cached forms
     GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(attention_fwd_kernel<Sm80Traits128, kSoftcap, kMask, true>),
                               Sm80Traits128::kSmemBytes));
+    GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(attention_fwd_kernel<Sm80Traits256, kSoftcap, kMask, true>),
+                              Sm80Traits256::kSmemBytes));
   }
-  return opt_in(reinterpret_cast<const void*>(attention_fwd_kernel<Sm80Traits128, kSoftcap, kMask>),
-                Sm80Traits128::kSmemBytes);
+  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(attention_fwd_kernel<Sm80Traits128, kSoftcap, kMask>),
+                            Sm80Traits128::kSmemBytes));
+  return opt_in(reinterpret_cast<const void*>(attention_fwd_kernel<Sm80Traits256, kSoftcap, kMask>),
+                Sm80Traits256::kSmemBytes);
 }
 
 template <bool kSoftcap>
@@ -159,7 +167,7 @@ Status AttentionLaunches::issue(const char* op, bool programmatic, cudaStream_t 
 }
 
 Status prepare_attention(AttentionParams p, int head_dim, const AttentionPlan& plan, AttentionLaunches* out) {
-  if (head_dim != Sm90Traits::kHeadDim || head_dim != Sm80Traits128::kHeadDim) {
+  if (head_dim != Sm80Traits128::kHeadDim && head_dim != Sm80Traits256::kHeadDim) {
     return detail::error(GK_STATUS_NOT_SUPPORTED, "%s: no attention kernel for head_dim %d", kOp, head_dim);
   }
   if (p.kv_lens != nullptr && (plan.kernel == AttentionKernel::kSm90 || p.mask_mode == MaskMode::kAdditive)) {
@@ -170,11 +178,14 @@ Status prepare_attention(AttentionParams p, int head_dim, const AttentionPlan& p
     *out = AttentionLaunches{};
     return prepare_decode(p, head_dim, plan, out);
   }
+  if (head_dim != Sm90Traits::kHeadDim && (plan.kernel != AttentionKernel::kSm80 || plan.block_m != kSm80Block)) {
+    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: head_dim %d runs on the sm80 kernel only", kOp, head_dim);
+  }
   // A column pair of the mask loads as one 4-byte word when no pair can straddle a row end or a word boundary.
   p.mask_pairs = p.mask_mode == MaskMode::kAdditive && p.seq_len % 2 == 0 && p.mask_row_stride % 2 == 0 &&
                  p.mask_batch_stride % 2 == 0 && reinterpret_cast<uintptr_t>(p.mask) % 4 == 0;
   *out = AttentionLaunches{};
-  return p.softcap ? prepare_mask<true>(p, plan, out) : prepare_mask<false>(p, plan, out);
+  return p.softcap ? prepare_mask<true>(p, head_dim, plan, out) : prepare_mask<false>(p, head_dim, plan, out);
 }
 
 }  // namespace gk::gemma3

@@ -53,7 +53,9 @@ Status plan_attention(const AttentionShape& s, const detail::DeviceInfo& dev, co
                       AttentionPlan* plan) {
   AttentionPlan p;
   const bool wide_grid = kSm90MaxSmsPerTile * attention_tiles(s, kSm90Block, 0) >= dev.sms;
-  const bool sm90 = s.sm90_layout && ov.attention_kernel != 1 && (ov.attention_kernel == 0 || wide_grid);
+  // The sm90 kernel is built for head_dim kSm90HeadDim only; others run on the sm80-class kernel.
+  const bool sm90 = s.sm90_layout && s.head_dim == kSm90HeadDim && ov.attention_kernel != 1 &&
+                    (ov.attention_kernel == 0 || wide_grid);
   if (sm90) {
     p.kernel = AttentionKernel::kSm90;
     p.block_m = p.block_n = kSm90Block;

@@ -15,6 +15,8 @@ namespace gk::gemma3 {
 enum class AttentionKernel { kSm90, kSm80, kDecode };
 // The kernels' square tiles (query rows = keys), as instantiated (attention_launch.cu checks them against the traits).
 inline constexpr int kSm90Block = 128, kSm80Block = 64;
+// The head dim the sm90 kernel is built for (the sm80-class kernel also takes 256).
+inline constexpr int kSm90HeadDim = 128;
 
 // What the planner needs of a call.
 struct AttentionShape {

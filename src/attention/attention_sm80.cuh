@@ -33,6 +33,9 @@ struct AttentionTraits {
   static constexpr int kTileQ = kBlockM * kHeadDim;    // elements
   static constexpr int kTileKV = kBlockN * kHeadDim;
   static constexpr size_t kSmemBytes = size_t(kTileQ + 4 * kTileKV) * sizeof(__nv_bfloat16);
+  // Q's fragments stay in registers for the whole work tile up to D = 128 (kHeadDim / 4 registers); at 256 they
+  // would push the thread past 255 registers into local memory, so each key tile reads them from shared memory.
+  static constexpr bool kQInRegisters = kHeadDim <= 128;
   static_assert(kBlockM == 16 * kWarps, "each warp owns 16 query rows");
   static_assert(kBlockN % 16 == 0 && kHeadDim % 64 == 0, "tile shape");
 };
@@ -141,7 +144,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
   float acc_o[kDTiles][4];
 #pragma unroll
   for (int i = 0; i < kDTiles; ++i) acc_o[i][0] = acc_o[i][1] = acc_o[i][2] = acc_o[i][3] = 0.f;
-  uint32_t q_frag[kKSteps][4];
+  uint32_t q_frag[Tr::kQInRegisters ? kKSteps : 1][4];
 
   const bf16* mask_rows = nullptr;
   if constexpr (kMask == MaskMode::kAdditive) mask_rows = p.mask + b * p.mask_batch_stride;
@@ -152,7 +155,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
     const KeyTile next = has_next ? key(nb + 1) : kt;
     device::cp_async_wait<1>();  // K[nb] (and Q) have landed; V[nb] may still be in flight
     __syncthreads();
-    if (nb == 0) {
+    if (Tr::kQInRegisters && nb == 0) {
 #pragma unroll
       for (int ks = 0; ks < kKSteps; ++ks) {
         const int r = warp * 16 + (lane & 15);
@@ -170,14 +173,19 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
     const bf16* s_kb = s_k + stage * Tr::kTileKV;
 #pragma unroll
     for (int ks = 0; ks < kKSteps; ++ks) {
+      if constexpr (!Tr::kQInRegisters) {
+        const int r = warp * 16 + (lane & 15);
+        device::ldmatrix_x4(device::smem_addr(s_q + swizzle<kHeadDim>(r, ks * 2 + (lane >> 4))), q_frag[0]);
+      }
+      const uint32_t(&qf)[4] = q_frag[Tr::kQInRegisters ? ks : 0];
 #pragma unroll
       for (int np = 0; np < kNTiles / 2; ++np) {
         uint32_t kf[4];
         const int key = np * 16 + (lane & 7) + ((lane >> 4) << 3);
         const int chunk = ks * 2 + ((lane >> 3) & 1);
         device::ldmatrix_x4(device::smem_addr(s_kb + swizzle<kHeadDim>(key, chunk)), kf);
-        device::mma_bf16_16816(acc_s[2 * np], q_frag[ks], kf[0], kf[1]);
-        device::mma_bf16_16816(acc_s[2 * np + 1], q_frag[ks], kf[2], kf[3]);
+        device::mma_bf16_16816(acc_s[2 * np], qf, kf[0], kf[1]);
+        device::mma_bf16_16816(acc_s[2 * np + 1], qf, kf[2], kf[3]);
       }
     }
 

@@ -51,11 +51,10 @@ Status check_config(const Gemma3AttentionConfig& c, const char* op) {
     return error(GK_STATUS_NOT_SUPPORTED, "%s: GQA group size num_q_heads/num_kv_heads = %lld is not supported (1..%d)",
                  op, (long long)group, kMaxGroupSize);
   }
-  if (c.head_dim == 256) {
-    return error(GK_STATUS_NOT_SUPPORTED, "%s: head_dim 256 is not supported yet (supported: 128)", op);
-  }
-  if (c.head_dim != 128) {
-    return error(GK_STATUS_INVALID_ARGUMENT, "%s: head_dim must be 128 (got %lld)", op, (long long)c.head_dim);
+  // The released models' head dims (1B/4B/12B: 256, 27B: 128); others (e.g. 64, 96) are valid but not built.
+  if (c.head_dim != 128 && c.head_dim != 256) {
+    return error(c.head_dim > 0 && c.head_dim % 2 == 0 ? GK_STATUS_NOT_SUPPORTED : GK_STATUS_INVALID_ARGUMENT,
+                 "%s: head_dim %lld is not supported (supported: 128, 256)", op, (long long)c.head_dim);
   }
   if (!std::isfinite(c.softcap) || c.softcap < 0.f) {
     return error(GK_STATUS_INVALID_ARGUMENT, "%s: softcap must be finite and >= 0, 0 disabling it (got %g)", op,

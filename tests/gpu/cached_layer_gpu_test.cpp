@@ -222,11 +222,12 @@ namespace {
 // and off, a window; the cache filled with random keys and values directly. The fused layer against the CPU
 // reference, judged as above; with the sm80 kernel pinned the same call runs the prefill kernel's cached form.
 void run_decode(cudaStream_t stream, gk_handle_t handle, uint64_t seed, int64_t group, int64_t S, float softcap,
-                int64_t window) {
+                int64_t window, int64_t D = kD) {
   Rng rng{seed};
-  const int64_t B = 3, Hkv = 1, Hq = group, D = kD, hidden = 256, max_len = 4097 + S;
+  const int64_t B = 3, Hkv = 1, Hq = group, hidden = 256, max_len = 4097 + S;
   const std::vector<int64_t> lens = {0, 1, 4097};
-  const std::string what = "decode group " + std::to_string(group) + " S " + std::to_string(S) + " softcap " +
+  const std::string what = "decode D " + std::to_string(D) + " group " + std::to_string(group) + " S " +
+                           std::to_string(S) + " softcap " +
                            std::to_string(softcap) + " window " + std::to_string(window);
   const auto wq = rng(Hq * D * hidden, 0.0625f), wk = rng(Hkv * D * hidden, 0.0625f),
              wv = rng(Hkv * D * hidden, 0.0625f), wo = rng(hidden * Hq * D, 0.044f), qn = rng(D, 0.3f),
@@ -298,6 +299,10 @@ TEST_F(DecodeAttention, RaggedCachesEveryGroupSizeMatchTheCpuReference) {
   }
   run_decode(stream(), handle(), next_seed(), 8, 16, 50.f, 100);  // eight row blocks, a window inside the cache
   run_decode(stream(), handle(), next_seed(), 2, 1, 0.f, 1);  // a window of one key: each query sees itself
+  // head_dim 256 (Gemma3 1B/4B/12B): the 1B's group of 4 and the 4B/12B's of 2.
+  run_decode(stream(), handle(), next_seed(), 4, 1, 0.f, 512, 256);
+  run_decode(stream(), handle(), next_seed(), 2, 16, 0.f, 0, 256);
+  run_decode(stream(), handle(), next_seed(), 2, 5, 50.f, 1024, 256);
 }
 
 }  // namespace

@@ -233,6 +233,13 @@ std::vector<Variant> variants() {
       {"window_512_s8300", windowed(suite_shape(1, 8300), 512), {}},
       {"window_300_rising_scores_softcap_off", windowed(with(with(suite_shape(1, 1500), heads8), no_softcap), 300), rising,
        /*official_applies=*/false},
+      // head_dim 256 (the sm80-class kernel; q|k|v on cuBLASLt and the 256-wide norm/RoPE pass): the 1B, 4B and 12B
+      // models' head shapes, global and local, no softcap and their score scale, the causal and additive forms.
+      {"head_dim256_1b", with(suite_shape(3, 293), [](gk_gemma3_attention_config& c) { c.hidden = 1152; c.num_q_heads = 4; c.num_kv_heads = 1; c.head_dim = 256; c.softcap = 0.f; c.query_scale = 0.0625f; }), {}},
+      {"head_dim256_4b_window", windowed(with(suite_shape(1, 1500), [](gk_gemma3_attention_config& c) { c.hidden = 2560; c.num_q_heads = 8; c.num_kv_heads = 4; c.head_dim = 256; c.softcap = 0.f; c.query_scale = 0.0625f; }), 300), {}},
+      {"head_dim256_12b_s2053", with(suite_shape(1, 2053), [](gk_gemma3_attention_config& c) { c.hidden = 3840; c.num_q_heads = 16; c.num_kv_heads = 8; c.head_dim = 256; c.softcap = 0.f; c.query_scale = 0.0625f; }), {}},
+      {"head_dim256_softcap_additive", with(with(suite_shape(2, 293), additive), [](gk_gemma3_attention_config& c) { c.hidden = 1024; c.num_q_heads = 8; c.num_kv_heads = 2; c.head_dim = 256; }), window},
+      {"head_dim256_no_mask", with(with(suite_shape(2, 129), no_mask), [](gk_gemma3_attention_config& c) { c.hidden = 512; c.num_q_heads = 2; c.num_kv_heads = 2; c.head_dim = 256; }), {}},
       {"no_mask", with(base, no_mask), {}},
       {"softcap_off", with(base, no_softcap), {}},
       {"softcap_off_s2053", with(suite_shape(1, 2053), no_softcap), {}},
@@ -409,6 +416,10 @@ std::vector<Variant> small_variants() {
       {"window_1", windowed(c, 1), {}},
       {"window_5_s201", windowed(with(c, [](gk_gemma3_attention_config& x) { x.seq_len = 201; }), 5), {}},
       {"window_64_s130_softcap_off", windowed(with(c, [](gk_gemma3_attention_config& x) { x.seq_len = 130; x.softcap = 0.f; }), 64), {}},
+      // head_dim 256: causal, a window, the additive padded mask.
+      {"head_dim256", with(c, [](gk_gemma3_attention_config& x) { x.head_dim = 256; }), {}},
+      {"head_dim256_window_9_s70", windowed(with(c, [](gk_gemma3_attention_config& x) { x.head_dim = 256; x.seq_len = 70; x.softcap = 0.f; }), 9), {}},
+      {"head_dim256_additive_padded", with(c, [](gk_gemma3_attention_config& x) { x.head_dim = 256; x.mask_mode = GK_MASK_ADDITIVE; }), padded},
   };
 }
 

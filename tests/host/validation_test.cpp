@@ -84,8 +84,9 @@ INSTANTIATE_TEST_SUITE_P(
         Gemma3Case{"q_not_multiple", set([](Gemma3Call& x) { x.c.num_q_heads = 25; }), GK_STATUS_INVALID_ARGUMENT,
                    "num_q_heads (25)"},
         Gemma3Case{"group16", set([](Gemma3Call& x) { x.c.num_q_heads = 128; }), GK_STATUS_NOT_SUPPORTED, "group size"},
-        Gemma3Case{"head_dim256", set([](Gemma3Call& x) { x.c.head_dim = 256; }), GK_STATUS_NOT_SUPPORTED, "head_dim 256"},
-        Gemma3Case{"head_dim64", set([](Gemma3Call& x) { x.c.head_dim = 64; }), GK_STATUS_INVALID_ARGUMENT, "head_dim"},
+        Gemma3Case{"head_dim96", set([](Gemma3Call& x) { x.c.head_dim = 96; }), GK_STATUS_NOT_SUPPORTED,
+                   "head_dim 96 is not supported (supported: 128, 256)"},
+        Gemma3Case{"head_dim0", set([](Gemma3Call& x) { x.c.head_dim = 0; }), GK_STATUS_INVALID_ARGUMENT, "head_dim"},
         Gemma3Case{"softcap_neg", set([](Gemma3Call& x) { x.c.softcap = -1.f; }), GK_STATUS_INVALID_ARGUMENT, "softcap"},
         Gemma3Case{"softcap_nan", set([](Gemma3Call& x) { x.c.softcap = NAN; }), GK_STATUS_INVALID_ARGUMENT, "softcap"},
         Gemma3Case{"eps_nan", set([](Gemma3Call& x) { x.c.rms_norm_eps = NAN; }), GK_STATUS_INVALID_ARGUMENT, "rms_norm_eps"},
@@ -158,6 +159,12 @@ TEST(Gemma3Accepts, ValidCallsIncludingIgnoredMask) {
   EXPECT_TRUE(gk::gemma3_attention_check(call.c, call.t).ok());
   call.c.mask_mode = GK_MASK_NONE;
   EXPECT_TRUE(gk::gemma3_attention_check(call.c, call.t).ok());
+  // head_dim 256 (the 1B/4B/12B models').
+  call.c.head_dim = 256;
+  call.refresh();
+  EXPECT_TRUE(gk::gemma3_attention_check(call.c, call.t).ok());
+  call.c.head_dim = 128;
+  call.refresh();
   // A sliding window in causal mode, of any length (one past S is the causal mask).
   call.c.mask_mode = GK_MASK_CAUSAL;
   for (int64_t w : {1, 2, 1 << 20}) {
@@ -490,7 +497,7 @@ TEST(Gemma3Split, RejectsWhatItCannotTakeWithItsReason) {
   {
     SplitCall x;
     x.c.head_dim = 64;
-    expect(gk_gemma3_qkv_check(&x.c, &x.q, nullptr), GK_STATUS_INVALID_ARGUMENT, "gemma3_qkv: head_dim");
+    expect(gk_gemma3_qkv_check(&x.c, &x.q, nullptr), GK_STATUS_NOT_SUPPORTED, "gemma3_qkv: head_dim 64");
   }
   {
     SplitCall x;

@@ -135,7 +135,7 @@ def test_local_layer_takes_the_window_without_a_mask_tensor():
 
 
 def test_what_it_cannot_take_is_named_once():
-    """Modules it can never take stay unswitched and one warning names them (head_dim 256 here); a switched module
+    """Modules it can never take stay unswitched and one warning names them (head_dim 96 here); a switched module
     whose call it cannot take (a padded batch with a KV cache) runs its own forward and warns once per reason."""
     import warnings
 
@@ -143,11 +143,11 @@ def test_what_it_cannot_take_is_named_once():
 
     cfg = Gemma3TextConfig(
         vocab_size=256, hidden_size=512, intermediate_size=1024, num_hidden_layers=2, num_attention_heads=2,
-        num_key_value_heads=1, head_dim=256, query_pre_attn_scalar=256, sliding_window=64,
+        num_key_value_heads=1, head_dim=96, query_pre_attn_scalar=96, sliding_window=64,
         layer_types=["sliding_attention", "full_attention"], max_position_embeddings=512)
     cfg._attn_implementation = "eager"
     wide = Gemma3ForCausalLM(cfg).to(device="cuda", dtype=torch.bfloat16).eval()
-    with pytest.warns(UserWarning, match=r"2 attention module\(s\) not switched: .*head_dim 256 \(supported: 128\)"):
+    with pytest.warns(UserWarning, match=r"2 attention module\(s\) not switched: .*head_dim 96 \(supported: 128, 256\)"):
         assert use_gemma_kernels(wide) == 0
     model = tiny_gemma3(None)
     ids = torch.randint(0, model.config.vocab_size, (1, 40), device="cuda", generator=torch.Generator("cuda").manual_seed(4))
@@ -164,16 +164,29 @@ def test_what_it_cannot_take_is_named_once():
         restore(model)
 
 
-def gemma3_27b_like(layer_types, sliding_window):
-    """A random-weight model with Gemma3 27B's attention (hidden 5376, 32/16 heads, head_dim 128,
-    query_pre_attn_scalar 168), two layers, a small vocabulary and MLP."""
+# The released Gemma3 text models' attention configurations: (hidden, q heads, kv heads, head_dim, window,
+# query_pre_attn_scalar). Two layers each (one local, one global), random weights, no softcap (their configs have
+# none), prompts longer than the window.
+MODELS = {
+    "1b": (1152, 4, 1, 256, 512, 256),
+    "4b": (2560, 8, 4, 256, 1024, 256),
+    "12b": (3840, 16, 8, 256, 1024, 256),
+    "27b": (5376, 32, 16, 128, 1024, 168),
+}
+
+
+def released_like(name, window=None):
+    """A random-weight two-layer model (local, global) with a released model's attention (MODELS[name]); `window`
+    replaces its sliding window."""
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
+    hidden, hq, hkv, d, model_window, qpas = MODELS[name]
     torch.manual_seed(0)
     cfg = Gemma3TextConfig(
-        vocab_size=2048, hidden_size=5376, intermediate_size=2048, num_hidden_layers=2, num_attention_heads=32,
-        num_key_value_heads=16, head_dim=128, query_pre_attn_scalar=168, attn_logit_softcapping=None,
-        sliding_window=sliding_window, layer_types=list(layer_types), max_position_embeddings=4096)
+        vocab_size=2048, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=2,
+        num_attention_heads=hq, num_key_value_heads=hkv, head_dim=d, query_pre_attn_scalar=qpas,
+        attn_logit_softcapping=None, sliding_window=window or model_window,
+        layer_types=["sliding_attention", "full_attention"], max_position_embeddings=4096)
     cfg._attn_implementation = "eager"
     model = Gemma3ForCausalLM(cfg).to(device="cuda", dtype=torch.bfloat16).eval()
     with torch.no_grad():
@@ -183,15 +196,34 @@ def gemma3_27b_like(layer_types, sliding_window):
     return model
 
 
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_layer_of_the_released_models_takes_the_fused_path(name):
+    model = released_like(name)
+    window = MODELS[name][4]
+    with torch.no_grad():
+        ids = torch.randint(0, 2048, (1, window + 300), device="cuda", generator=torch.Generator("cuda").manual_seed(5))
+        ref = model(ids, use_cache=False).logits
+        assert use_gemma_kernels(model) == 2
+        ours = model(ids, use_cache=False).logits
+        assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [1, 1]  # no fallback
+        restore(model)
+    stats = compare(ours, ref)
+    print(f"HF Gemma3 {name} logits (local + global layer): {stats}")
+    assert torch.isfinite(ours).all()
+    assert stats["rel_l2"] < 1.5e-2, stats
+    assert stats["top1_agree"] >= 0.99, stats
+
+
 @pytest.mark.parametrize("cache", ["dynamic", "static", "static-compiled"])
-def test_generate_runs_every_step_through_the_library(cache):
-    """generate() of 64 tokens after a 40-token prompt (batch 2) with each cache type, a local layer (window 48,
-    so the window starts to cut during decode) and a global one: every step of every layer takes the library (no
-    fallback, no warning), and the per-step logits agree with the stock model's, teacher-forced on the same tokens
-    (the stock model run once over the whole sequence without a cache)."""
+@pytest.mark.parametrize("name", ["27b", "1b"])
+def test_generate_runs_every_step_through_the_library(name, cache):
+    """generate() of 64 tokens after a 40-token prompt (batch 2) with each cache type, on a released model's
+    attention (27B: head_dim 128; 1B: 256) with a local layer of window 48 (so the window cuts during decode) and a
+    global one: every step of every layer takes the library (no fallback, no warning), and the per-step logits agree
+    with the stock model's, teacher-forced on the same tokens (the stock model once over the whole sequence)."""
     import warnings
 
-    model = gemma3_27b_like(("sliding_attention", "full_attention"), sliding_window=48)
+    model = released_like(name, window=48)
     prompt, new = 40, 64
     ids = torch.randint(0, 2048, (2, prompt), device="cuda", generator=torch.Generator("cuda").manual_seed(5))
     # A static cache makes generate() compile the decode step unless told not to: both ways.
@@ -211,7 +243,7 @@ def test_generate_runs_every_step_through_the_library(cache):
         full = model(out.sequences, use_cache=False).logits
     ref = full[:, prompt - 1:prompt - 1 + new]
     stats = compare(ours, ref)
-    print(f"HF generate, {cache} cache, 64 steps: {stats}")
+    print(f"HF generate, {name}, {cache} cache, 64 steps: {stats}")
     assert torch.isfinite(ours).all()
     assert stats["rel_l2"] < 1.5e-2, stats
     assert stats["top1_agree"] >= 0.99, stats

@@ -45,7 +45,7 @@ struct Case {
 
 // A suite (or all of them), one workload of a suite, or the custom shape when no suite is named. Every case is
 // validated with the library's own checks; problems are reported as UsageError, except a suite's workloads that
-// this build does not support yet (NOT_SUPPORTED, e.g. head_dim 256), which are left out with a note on stderr.
+// this build does not support (NOT_SUPPORTED), which are left out with a note on stderr.
 std::vector<Case> build_cases(const ShapeOptions& o);
 
 gk_precision parse_precision(const std::string& p);

@@ -32,11 +32,10 @@ int info() {
   }
   std::printf(
       "\nsupported matrix\n"
-      "  gemma3_attention (bf16): head_dim 128; hidden a multiple of 64; num_q_heads = g * num_kv_heads, g in 1..8;\n"
-      "    batch >= 1, seq_len 1..16777216 with batch*seq_len < 2^31; softcap >= 0 (0 = off); any eps,\n"
-      "    norm weight offset and query scale; masks: causal (tensor not read), causal with a sliding window,\n"
-      "    additive bf16 [B,1,S,S], none\n"
-      "    not yet: head_dim 256\n"
+      "  gemma3_attention (bf16): head_dim 128 or 256 (256 on the sm80-class kernels); hidden a multiple of 64;\n"
+      "    num_q_heads = g * num_kv_heads, g in 1..8; batch >= 1, seq_len 1..16777216 with batch*seq_len < 2^31;\n"
+      "    softcap >= 0 (0 = off); any eps, norm weight offset and query scale; masks: causal (tensor not read),\n"
+      "    causal with a sliding window, additive bf16 [B,1,S,S], none\n"
       "  audio_qkv (fp32): head_dim 128; hidden a multiple of 64; num_heads >= 1; precision tf32 (tensor cores;\n"
       "    v's inputs rounded to nearest tf32, q's and k's truncated) or exact (3xTF32 tensor cores with fp32\n"
       "    promotion; fp32 cuBLAS past 8388480 rows)\n"

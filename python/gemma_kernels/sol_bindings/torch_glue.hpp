@@ -44,8 +44,10 @@ inline void check(gk_status s) {
   TORCH_CHECK(s == GK_STATUS_SUCCESS, "gemma_kernels: ", gk_last_error_message());
 }
 
-// One handle per device for the life of the process (the harness is one thread; the mutex keeps it safe).
-inline gk_handle_t handle_for(int device) {
+// One handle per device for the life of the module (the harness is one thread; the mutex keeps it safe). `static`,
+// not `inline`: an inline function's statics are one object per process (GNU unique symbols), so two packages loaded
+// into one process would share the handle that one of them made for its own copy of the kernels.
+static gk_handle_t handle_for(int device) {
   static std::mutex mu;
   static std::vector<gk_handle_t> handles;
   std::lock_guard<std::mutex> lock(mu);
