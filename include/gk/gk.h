@@ -24,9 +24,9 @@ extern "C" {
 
 /* The project's one version number: CMake, the Python package and `gk --version` read it from here. */
 #define GK_VERSION_MAJOR 0
-#define GK_VERSION_MINOR 2
+#define GK_VERSION_MINOR 3
 #define GK_VERSION_PATCH 0
-#define GK_VERSION_STRING "0.2.0"
+#define GK_VERSION_STRING "0.3.0"
 /* Raised whenever a public struct or enum changes layout or meaning. A binding that copies the structs (the Python
  * package does, with ctypes) compares it and the struct sizes with the library's and refuses a mismatch. */
 #define GK_ABI_VERSION 3
