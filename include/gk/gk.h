@@ -24,12 +24,12 @@ extern "C" {
 
 /* The project's one version number: CMake, the Python package and `gk --version` read it from here. */
 #define GK_VERSION_MAJOR 0
-#define GK_VERSION_MINOR 2
+#define GK_VERSION_MINOR 3
 #define GK_VERSION_PATCH 0
-#define GK_VERSION_STRING "0.2.0"
+#define GK_VERSION_STRING "0.3.0"
 /* Raised whenever a public struct or enum changes layout or meaning. A binding that copies the structs (the Python
  * package does, with ctypes) compares it and the struct sizes with the library's and refuses a mismatch. */
-#define GK_ABI_VERSION 2
+#define GK_ABI_VERSION 3
 
 /* The loaded library's GK_VERSION_STRING and GK_ABI_VERSION. */
 GK_API const char* gk_version(void);
@@ -39,7 +39,10 @@ typedef enum gk_abi_struct {
   GK_ABI_GEMMA3_CONFIG = 1,
   GK_ABI_GEMMA3_TENSORS = 2,
   GK_ABI_AUDIO_CONFIG = 3,
-  GK_ABI_AUDIO_TENSORS = 4
+  GK_ABI_AUDIO_TENSORS = 4,
+  GK_ABI_KV_CACHE = 5,
+  GK_ABI_GEMMA3_QKV_TENSORS = 6,
+  GK_ABI_GEMMA3_ATTEND_TENSORS = 7
 } gk_abi_struct;
 /* sizeof the struct as the library was built; 0 for a value outside gk_abi_struct. */
 GK_API size_t gk_abi_struct_size(int32_t which);
@@ -62,7 +65,8 @@ typedef enum gk_dtype {
   GK_DTYPE_INVALID = 0,
   GK_DTYPE_BF16 = 1,
   GK_DTYPE_F16 = 2,
-  GK_DTYPE_F32 = 3
+  GK_DTYPE_F32 = 3,
+  GK_DTYPE_I32 = 4
 } gk_dtype;
 
 #define GK_MAX_DIMS 4
@@ -156,6 +160,79 @@ GK_API gk_status gk_gemma3_attention_workspace_size(const gk_gemma3_attention_co
 GK_API gk_status gk_gemma3_attention_forward(gk_handle_t handle, const gk_gemma3_attention_config* config,
                                              const gk_gemma3_attention_tensors* tensors, void* workspace,
                                              size_t workspace_bytes, gk_stream_t stream);
+
+/* A key/value cache in Hugging Face's StaticCache layout, for a call that adds seq_len new tokens per sequence
+ * after the ones already cached. All three tensors are device memory of the handle's device (not checked: that
+ * needs the device), apart from the workspace and every other tensor of the call. */
+typedef struct gk_kv_cache {
+  gk_tensor k_cache;       /* bf16 [B, Hkv, max_len, D], contiguous, 16-byte aligned */
+  gk_tensor v_cache;       /* the same shape */
+  gk_tensor cache_seqlens; /* int32 [B] in device memory: tokens cached per sequence before the call (not updated) */
+  int64_t max_cached;      /* the caller's bound on every cache_seqlens[b] (the lengths stay on the device); the call
+                              checks max_cached + seq_len <= max_len, and never writes past max_len whatever the
+                              device lengths hold */
+} gk_kv_cache;
+
+/* The layer for new tokens with a cache: hidden_states, cos and sin [B, S, ...] describe the S new tokens of each
+ * sequence (cos/sin at their positions cache_seqlens[b] .. cache_seqlens[b] + S - 1); their k (normalized and
+ * rotated) and v are written into the caches at those positions, and each new query attends over the cached and
+ * new keys: causally (within the sliding window, if set) in causal mode, or all of them in mask mode none. The
+ * additive mode takes no cache (GK_STATUS_NOT_SUPPORTED). The workspace is gk_gemma3_attention_workspace_size's. */
+GK_API gk_status gk_gemma3_attention_check_cached(const gk_gemma3_attention_config* config,
+                                                  const gk_gemma3_attention_tensors* tensors,
+                                                  const gk_kv_cache* cache);
+GK_API gk_status gk_gemma3_attention_forward_cached(gk_handle_t handle, const gk_gemma3_attention_config* config,
+                                                    const gk_gemma3_attention_tensors* tensors,
+                                                    const gk_kv_cache* cache, void* workspace,
+                                                    size_t workspace_bytes, gk_stream_t stream);
+
+/* The layer in two steps, for callers that keep the cache themselves (Hugging Face's DynamicCache, a paged cache):
+ * gk_gemma3_qkv computes the new tokens' q and k (normalized and rotated) and v; the caller stores k and v, or lets
+ * the call write them into a cache; gk_gemma3_attend attends the new queries over a cache that holds them and applies
+ * the O projection. On one cache, qkv (writing the cache) then attend computes what forward_cached computes.
+ * Both take the layer's config: qkv reads its shapes, rms_norm_eps and norm_weight_offset; attend its shapes, softcap,
+ * query_scale, mask_mode (causal or none) and sliding_window. Each has its own workspace size. */
+
+/* hidden_states [B,S,hidden]; cos, sin [B,S,D]; weights as for the layer; q_out [B,Hq,S,D]; k_out, v_out
+ * [B,Hkv,S,D] (the layout of Hugging Face's query/key/value states). All bf16, contiguous. */
+typedef struct gk_gemma3_qkv_tensors {
+  gk_tensor hidden_states;
+  gk_tensor cos;
+  gk_tensor sin;
+  gk_tensor q_proj_weight;
+  gk_tensor k_proj_weight;
+  gk_tensor v_proj_weight;
+  gk_tensor q_norm_weight;
+  gk_tensor k_norm_weight;
+  gk_tensor q_out;
+  gk_tensor k_out; /* with a cache: not written, and may be a null descriptor */
+  gk_tensor v_out;
+} gk_gemma3_qkv_tensors;
+
+/* cache: null, or a cache that receives k and v at positions cache_seqlens[b] + s (as forward_cached writes them). */
+GK_API gk_status gk_gemma3_qkv_check(const gk_gemma3_attention_config* config, const gk_gemma3_qkv_tensors* tensors,
+                                     const gk_kv_cache* cache);
+GK_API gk_status gk_gemma3_qkv_workspace_size(const gk_gemma3_attention_config* config, size_t* bytes);
+GK_API gk_status gk_gemma3_qkv_forward(gk_handle_t handle, const gk_gemma3_attention_config* config,
+                                       const gk_gemma3_qkv_tensors* tensors, const gk_kv_cache* cache,
+                                       void* workspace, size_t workspace_bytes, gk_stream_t stream);
+
+/* query [B,Hq,S,D] (gk_gemma3_qkv's q_out); o_proj_weight [hidden,Hq*D]; out [B,S,hidden]. All bf16, contiguous. */
+typedef struct gk_gemma3_attend_tensors {
+  gk_tensor query;
+  gk_tensor o_proj_weight;
+  gk_tensor out;
+} gk_gemma3_attend_tensors;
+
+/* The cache holds, per sequence, cache_seqlens[b] earlier tokens followed by the S new ones (their k and v already
+ * stored); new query i sits at position cache_seqlens[b] + i. max_len may be any length the tokens fit in (a
+ * DynamicCache's keys as its update returns them). */
+GK_API gk_status gk_gemma3_attend_check(const gk_gemma3_attention_config* config,
+                                        const gk_gemma3_attend_tensors* tensors, const gk_kv_cache* cache);
+GK_API gk_status gk_gemma3_attend_workspace_size(const gk_gemma3_attention_config* config, size_t* bytes);
+GK_API gk_status gk_gemma3_attend_forward(gk_handle_t handle, const gk_gemma3_attention_config* config,
+                                          const gk_gemma3_attend_tensors* tensors, const gk_kv_cache* cache,
+                                          void* workspace, size_t workspace_bytes, gk_stream_t stream);
 
 /* Writes into buf (capacity len bytes, NUL-terminated) the plan the next forward call with these arguments would
  * run, as the complete list of its choices in gk_handle_set_overrides' syntax: passing that string back pins exactly

@@ -13,6 +13,9 @@ namespace gk {
 
 using Gemma3AttentionConfig = gk_gemma3_attention_config;
 using Gemma3AttentionTensors = gk_gemma3_attention_tensors;
+using KvCache = gk_kv_cache;
+using Gemma3QkvTensors = gk_gemma3_qkv_tensors;
+using Gemma3AttendTensors = gk_gemma3_attend_tensors;
 using AudioQkvConfig = gk_audio_qkv_config;
 using AudioQkvTensors = gk_audio_qkv_tensors;
 
@@ -68,6 +71,25 @@ GK_API Status gemma3_attention_forward(gk_handle_t handle, const Gemma3Attention
                                        const Gemma3AttentionTensors& tensors, void* workspace,
                                        size_t workspace_bytes, gk_stream_t stream);
 
+// The layer for new tokens with a key/value cache (gk_gemma3_attention_forward_cached).
+GK_API Status gemma3_attention_check_cached(const Gemma3AttentionConfig& config, const Gemma3AttentionTensors& tensors,
+                                            const KvCache& cache);
+GK_API Status gemma3_attention_forward_cached(gk_handle_t handle, const Gemma3AttentionConfig& config,
+                                              const Gemma3AttentionTensors& tensors, const KvCache& cache,
+                                              void* workspace, size_t workspace_bytes, gk_stream_t stream);
+// The layer's two steps for caller-kept caches (gk_gemma3_qkv_*, gk_gemma3_attend_*); cache may be null for qkv.
+GK_API Status gemma3_qkv_check(const Gemma3AttentionConfig& config, const Gemma3QkvTensors& tensors,
+                               const KvCache* cache);
+GK_API Status gemma3_qkv_workspace_size(const Gemma3AttentionConfig& config, size_t* bytes);
+GK_API Status gemma3_qkv_forward(gk_handle_t handle, const Gemma3AttentionConfig& config,
+                                 const Gemma3QkvTensors& tensors, const KvCache* cache, void* workspace,
+                                 size_t workspace_bytes, gk_stream_t stream);
+GK_API Status gemma3_attend_check(const Gemma3AttentionConfig& config, const Gemma3AttendTensors& tensors,
+                                  const KvCache& cache);
+GK_API Status gemma3_attend_workspace_size(const Gemma3AttentionConfig& config, size_t* bytes);
+GK_API Status gemma3_attend_forward(gk_handle_t handle, const Gemma3AttentionConfig& config,
+                                    const Gemma3AttendTensors& tensors, const KvCache& cache, void* workspace,
+                                    size_t workspace_bytes, gk_stream_t stream);
 // The plan a forward call with these arguments would run, in set_overrides' syntax (gk_gemma3_attention_plan).
 GK_API Status gemma3_attention_plan(gk_handle_t handle, const Gemma3AttentionConfig& config,
                                     const Gemma3AttentionTensors& tensors, std::string* plan);

@@ -13,7 +13,8 @@ from ._version import __version__
 
 __all__ = ["GkError", "GkNotSupportedError", "GkValueError", "library", "library_version", "torch_available",
            "__version__"]
-_OPS = ("audio_qkv", "audio_qkv_out", "gemma3_attention", "gemma3_attention_out")
+_OPS = ("audio_qkv", "audio_qkv_out", "gemma3_attention", "gemma3_attention_out", "gemma3_attention_cached_out",
+        "gemma3_qkv", "gemma3_qkv_out", "gemma3_qkv_cached_out", "gemma3_attend", "gemma3_attend_out")
 
 try:
     import torch  # noqa: F401
@@ -27,6 +28,8 @@ except ImportError:  # the ops need PyTorch; the ctypes layer does not
         raise AttributeError(f"module 'gemma_kernels' has no attribute {name!r}")
 else:
     torch_available = True
-    from .ops import audio_qkv, audio_qkv_out, gemma3_attention, gemma3_attention_out
+    from .ops import (audio_qkv, audio_qkv_out, gemma3_attend, gemma3_attend_out, gemma3_attention,
+                      gemma3_attention_cached_out, gemma3_attention_out, gemma3_qkv, gemma3_qkv_cached_out,
+                      gemma3_qkv_out)
 
     __all__ += list(_OPS)

@@ -15,7 +15,7 @@ from pathlib import Path
 GK_MAX_DIMS = 4
 # GK_ABI_VERSION of the gk.h these structures mirror: a library of another ABI, or whose structs differ in size from
 # these, is refused (library()).
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 # gk_status
 SUCCESS = 0
@@ -31,6 +31,7 @@ DTYPE_INVALID = 0
 DTYPE_BF16 = 1
 DTYPE_F16 = 2
 DTYPE_F32 = 3
+DTYPE_I32 = 4
 
 # gk_mask_mode
 MASK_CAUSAL = 0
@@ -115,6 +116,38 @@ class AudioTensors(ctypes.Structure):
             "value_states",
         )
     ]
+
+
+class KvCache(ctypes.Structure):
+    _fields_ = [
+        ("k_cache", Tensor),
+        ("v_cache", Tensor),
+        ("cache_seqlens", Tensor),
+        ("max_cached", ctypes.c_int64),
+    ]
+
+
+class Gemma3QkvTensors(ctypes.Structure):
+    _fields_ = [
+        (name, Tensor)
+        for name in (
+            "hidden_states",
+            "cos",
+            "sin",
+            "q_proj_weight",
+            "k_proj_weight",
+            "v_proj_weight",
+            "q_norm_weight",
+            "k_norm_weight",
+            "q_out",
+            "k_out",
+            "v_out",
+        )
+    ]
+
+
+class Gemma3AttendTensors(ctypes.Structure):
+    _fields_ = [(name, Tensor) for name in ("query", "o_proj_weight", "out")]
 
 
 class GkError(RuntimeError):
@@ -207,7 +240,8 @@ def _check_abi(lib: ctypes.CDLL, path: Path) -> None:
     lib.gk_version.restype = ctypes.c_char_p
     lib.gk_version.argtypes = []
     abi = lib.gk_abi_version()
-    mine = [Tensor, Gemma3Config, Gemma3Tensors, AudioConfig, AudioTensors]  # gk_abi_struct order
+    mine = [Tensor, Gemma3Config, Gemma3Tensors, AudioConfig, AudioTensors, KvCache, Gemma3QkvTensors,
+            Gemma3AttendTensors]  # gk_abi_struct order
     theirs = [lib.gk_abi_struct_size(i) for i in range(len(mine))]
     if abi != ABI_VERSION or theirs != [ctypes.sizeof(s) for s in mine]:
         raise OSError(
@@ -246,6 +280,21 @@ def _declare(lib: ctypes.CDLL) -> None:
         plan = getattr(lib, prefix + "_plan")
         plan.restype = st
         plan.argtypes = [ctypes.c_void_p, p(cfg), p(tens), ctypes.c_char_p, ctypes.c_size_t]
+    # The calls with a key/value cache: (config, tensors, cache) where the others take (config, tensors).
+    for prefix, tens in (("gk_gemma3_attention", Gemma3Tensors), ("gk_gemma3_qkv", Gemma3QkvTensors),
+                         ("gk_gemma3_attend", Gemma3AttendTensors)):
+        cached = "_cached" if prefix == "gk_gemma3_attention" else ""
+        check = getattr(lib, prefix + "_check" + cached)
+        check.restype = st
+        check.argtypes = [p(Gemma3Config), p(tens), p(KvCache)]
+        fwd = getattr(lib, prefix + "_forward" + cached)
+        fwd.restype = st
+        fwd.argtypes = [ctypes.c_void_p, p(Gemma3Config), p(tens), p(KvCache), ctypes.c_void_p, ctypes.c_size_t,
+                        ctypes.c_void_p]
+        if not cached:
+            ws = getattr(lib, prefix + "_workspace_size")
+            ws.restype = st
+            ws.argtypes = [p(Gemma3Config), p(ctypes.c_size_t)]
 
 
 def check(status: int) -> None:

@@ -2,16 +2,23 @@
 
     from gemma_kernels.hf import use_gemma_kernels
     model = Gemma3ForCausalLM.from_pretrained(..., torch_dtype=torch.bfloat16).cuda()
-    use_gemma_kernels(model)          # every Gemma3Attention now calls torch.ops.gemma_kernels.gemma3_attention
+    use_gemma_kernels(model)          # every Gemma3Attention now calls the library's ops
+    model.generate(ids, max_new_tokens=128)                                    # DynamicCache
+    model.generate(ids, max_new_tokens=128, cache_implementation="static")     # StaticCache
 
 Each attention module keeps its parameters (state dicts, devices and dtypes are untouched); only its forward
 changes. Modules the operator can never take (head_dim other than 128 and 256, projection biases) are not switched, and
-one warning names them. The fused layer covers full-sequence forward passes without a KV cache (scoring,
-prefill-only use: call the model with use_cache=False, since recent transformers create a cache by default): a call
-that the operator cannot take - a KV cache to update, weights not in bf16, a mask that is not a 4-D tensor
-(flash/flex attention), training mode - runs the module's original forward instead and warns once per module and
-reason. A sliding-window (local) layer takes its window from HF's mask tensor where there is one, else as the
-operator's sliding_window. Each switched module counts its fused calls in `_gk_fused_calls`.
+one warning names them. What a switched module runs:
+- no cache (use_cache=False, scoring): the fused layer (gemma3_attention), with HF's mask tensor where there is one;
+- a StaticCache's full-attention layer: the fused layer with the cache (gemma3_attention_cached_out), the new k and v
+  written into the cache's tensors in place and its length advanced;
+- every other cache layer HF ships (DynamicCache's full and sliding-window layers, StaticCache's sliding-window
+  layers): gemma3_qkv, then the cache's own update, then gemma3_attend over the keys and values it returns.
+With a cache the mask comes from the cache's lengths (causal, and the window on local layers), not from HF's mask
+tensor, so the model's 2-D attention mask must be all ones: a padded batch (left padding) runs the stock forward.
+A call that the library cannot take - a padded batch or a custom 4-D mask with a cache, an offloaded cache, weights
+not in bf16, flash/flex attention's masks, training mode - runs the module's original forward instead and warns once
+per module and reason. Each switched module counts its library calls in `_gk_fused_calls`.
 `attn_logit_softcapping` from the config is applied (HF's own Gemma3 attention does not apply it).
 
 `use_gemma_kernels(model, pack_qkv=True)` also moves each module's q, k and v weights into one allocation
@@ -22,12 +29,13 @@ Parameter objects: meant for inference, after any optimizer or weight tying has 
 
 from __future__ import annotations
 
+import inspect
 import types
 import warnings
 
 import torch
 
-from .ops import gemma3_attention
+from .ops import gemma3_attend, gemma3_attention, gemma3_attention_cached_out, gemma3_qkv
 
 _LOWEST_BF16 = torch.finfo(torch.bfloat16).min
 
@@ -59,8 +67,12 @@ def _call_reason(self, hidden_states, position_embeddings, attention_mask, past_
     seq_len = hidden_states.shape[1]
     window = getattr(self, "sliding_window", None)
     weights = [m.weight for m in (self.q_proj, self.k_proj, self.v_proj, self.o_proj, self.q_norm, self.k_norm)]
-    if past_key_values is not None or kwargs.get("past_key_value") is not None:  # the latter: transformers < 4.56
-        return "a KV cache (call the model with use_cache=False)"
+    if kwargs.get("past_key_value") is not None:  # transformers < 4.56
+        return "a KV cache of transformers < 4.56"
+    if past_key_values is not None:
+        reason = _cache_reason(self, past_key_values)
+        if reason is not None:
+            return reason
     if position_embeddings is None:
         return "no position embeddings"
     if hidden_states.dtype != torch.bfloat16 or any(w.dtype != torch.bfloat16 for w in weights):
@@ -74,6 +86,121 @@ def _call_reason(self, hidden_states, position_embeddings, attention_mask, past_
         return "training mode"
     static = _static_reasons(self)  # as at switching time, unless the module changed since
     return static[0] if static else None
+
+
+class _MaskState:
+    """What the switched text model's current forward was given as its attention mask: "causal" (none, or a 2-D
+    padding mask of all ones), "padded" or "other" (a custom 4-D mask). Read by its attention modules when a cache
+    is present, where the library applies the causal mask (and window) from the cache's lengths itself."""
+
+    def __init__(self):
+        self.mask = "causal"
+        self.pending = None  # generate's 2-D mask, seen before it became a dict of 4-D masks (compileable caches)
+
+
+def _mask_kind(mask) -> str:
+    if mask is None:
+        return "causal"
+    if isinstance(mask, torch.Tensor) and mask.dim() == 2:
+        return "causal" if bool(mask.all()) else "padded"  # one host sync per model call, as HF's own mask check
+    return "other"
+
+
+def _model_pre_hook(state, module, args, kwargs):
+    mask = kwargs.get("attention_mask", args[1] if len(args) > 1 else None)
+    if isinstance(mask, dict) and state.pending is not None:  # built by generate from the 2-D mask it was given
+        state.mask = state.pending
+    else:
+        state.mask = _mask_kind(mask)
+    state.pending = None
+
+
+def _wrap_prepare_inputs(model, state):
+    """generate() turns the 2-D mask into 4-D ones here for compileable caches: note what it was first."""
+    original = model.prepare_inputs_for_generation
+    signature = inspect.signature(original)
+
+    def prepare_inputs_for_generation(*args, **kwargs):
+        state.pending = _mask_kind(signature.bind_partial(*args, **kwargs).arguments.get("attention_mask"))
+        return original(*args, **kwargs)
+
+    model._gk_prepare_inputs = model.__dict__.get("prepare_inputs_for_generation")  # an instance's own, if any
+    model.prepare_inputs_for_generation = prepare_inputs_for_generation
+
+
+def _cache_layer(self, past_key_values):
+    """This module's layer of the cache (None before a lazily built cache has made it)."""
+    layers = getattr(past_key_values, "layers", None)
+    return layers[self.layer_idx] if layers is not None and self.layer_idx < len(layers) else None
+
+
+def _cache_form(self, past_key_values):
+    """("fused" | "split", None) for a cache the library drives, else (None, the reason it cannot)."""
+    from transformers.cache_utils import (Cache, DynamicLayer, DynamicSlidingWindowLayer, StaticLayer,
+                                          StaticSlidingWindowLayer)
+
+    if not isinstance(past_key_values, Cache):
+        return None, f"a KV cache of type {type(past_key_values).__name__}"
+    if getattr(past_key_values, "offloading", False):
+        return None, "an offloaded KV cache"
+    layer = _cache_layer(self, past_key_values)
+    kind = type(layer) if layer is not None else getattr(past_key_values, "layer_class_to_replicate", None)
+    if kind is StaticLayer:
+        return "fused", None
+    if kind in (DynamicLayer, DynamicSlidingWindowLayer, StaticSlidingWindowLayer):
+        return "split", None
+    return None, f"a KV cache layer of type {getattr(kind, '__name__', kind)}"
+
+
+def _cache_reason(self, past_key_values):
+    state = getattr(self, "_gk_state", None)
+    if state is None:
+        return "a KV cache in a module called outside the Gemma3 text model that use_gemma_kernels switched"
+    if state.mask == "padded":
+        return "a padded batch (a 2-D attention mask with zeros) with a KV cache"
+    if state.mask != "causal":
+        return "a custom attention mask with a KV cache"
+    if not getattr(self, "is_causal", True):
+        return "bidirectional attention with a KV cache"
+    return _cache_form(self, past_key_values)[1]
+
+
+def _cached_forward(self, hidden_states, cos, sin, past_key_values, softcap):
+    """The layer for new tokens with a cache (see the module's docstring); returns the output [B, S, hidden]."""
+    from transformers.cache_utils import StaticSlidingWindowLayer
+
+    batch, seq_len = hidden_states.shape[:2]
+    eps, scale = float(self.q_norm.eps), float(self.scaling)
+    window = int(self.sliding_window) if getattr(self, "sliding_window", None) else 0
+    weights = (self.q_proj.weight, self.k_proj.weight, self.v_proj.weight)
+    norms = (self.q_norm.weight, self.k_norm.weight)
+    form, _ = _cache_form(self, past_key_values)
+    layer = _cache_layer(self, past_key_values)
+    if form == "fused":
+        if not layer.is_initialized:  # the shapes and dtype its tensors are made with
+            shape = (batch, self.k_proj.weight.shape[0] // self.head_dim, seq_len, self.head_dim)
+            layer.lazy_initialization(hidden_states.new_empty(shape), hidden_states.new_empty(shape))
+        lens = layer.cumulative_length.to(torch.int32).expand(batch).contiguous()  # on the device: no sync
+        out = hidden_states.new_empty(hidden_states.shape[:-1] + (self.o_proj.weight.shape[0],))
+        # The host bound on the length is the capacity: the library clamps inside the cache whatever the length holds.
+        gemma3_attention_cached_out(hidden_states, cos, sin, *weights, self.o_proj.weight, *norms, layer.keys,
+                                    layer.values, lens, out, layer.max_cache_len - seq_len, softcap=softcap,
+                                    rms_norm_eps=eps, query_scale=scale, sliding_window=window)
+        layer.cumulative_length.add_(seq_len)
+        return out
+    q, k, v = gemma3_qkv(hidden_states, cos, sin, *weights, *norms, rms_norm_eps=eps)
+    before = layer.cumulative_length_int if isinstance(layer, StaticSlidingWindowLayer) else None
+    keys, values = past_key_values.update(k, v, self.layer_idx)
+    # The tokens before the new ones in what update returned: a StaticSlidingWindowLayer that is not yet full
+    # returns its whole buffer (the new tokens after its `before` tokens); every other layer returns exactly the
+    # tokens to attend, the new ones last.
+    if before is not None and before + seq_len <= layer.max_cache_len:
+        cached = before
+    else:
+        cached = keys.shape[-2] - seq_len
+    lens = torch.full((batch,), cached, dtype=torch.int32, device=hidden_states.device)
+    return gemma3_attend(q, keys.contiguous(), values.contiguous(), lens, self.o_proj.weight, cached, softcap=softcap,
+                         query_scale=scale, sliding_window=window)
 
 
 def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask=None, past_key_values=None,
@@ -92,14 +219,18 @@ def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask
     # HF computes one rotary table for the batch ([1, S, D] when every row has the same positions).
     shape = (hidden_states.shape[0], seq_len, self.head_dim)
     cos, sin = (t.expand(shape).contiguous() for t in position_embeddings)
+    softcap = float(self.attn_logit_softcapping or 0.0)
+    if past_key_values is not None:
+        out = _cached_forward(self, hidden_states.contiguous(), cos, sin, past_key_values, softcap)
+        self._gk_fused_calls += 1
+        return out, None
     mask = _additive_mask(attention_mask, shape[0], seq_len) if attention_mask is not None else None
-    softcap = self.attn_logit_softcapping or 0.0
     # A local layer's window: HF's mask tensor carries it where there is one; without one, the operator applies it
     # (a window covering the sequence is the causal mask).
     sliding = int(window) if window is not None and mask is None and causal and seq_len > window else 0
     out = gemma3_attention(
         hidden_states.contiguous(), cos, sin, mask, self.q_proj.weight, self.k_proj.weight,
-        self.v_proj.weight, self.o_proj.weight, self.q_norm.weight, self.k_norm.weight, softcap=float(softcap),
+        self.v_proj.weight, self.o_proj.weight, self.q_norm.weight, self.k_norm.weight, softcap=softcap,
         rms_norm_eps=float(self.q_norm.eps), is_causal=causal,
         norm_weight_offset=1.0, query_scale=float(self.scaling), sliding_window=sliding)
     self._gk_fused_calls += 1
@@ -124,8 +255,21 @@ def use_gemma_kernels(model: torch.nn.Module, pack_qkv: bool = False) -> int:
     switched module whose call it cannot take (a KV cache, training mode, ...) runs its own forward and warns once
     per reason. pack_qkv: also put each module's q, k and v weights into one allocation (see the module's
     docstring)."""
-    from transformers.models.gemma3.modeling_gemma3 import Gemma3Attention
+    from transformers.models.gemma3.modeling_gemma3 import Gemma3Attention, Gemma3TextModel
 
+    # Each text model tells its attention modules what mask its forward was given (for calls with a cache).
+    for text_model in [m for m in model.modules() if isinstance(m, Gemma3TextModel)]:
+        if not hasattr(text_model, "_gk_state"):
+            state = _MaskState()
+            text_model._gk_state = state
+            text_model._gk_hook = text_model.register_forward_pre_hook(
+                lambda module, args, kwargs, state=state: _model_pre_hook(state, module, args, kwargs),
+                with_kwargs=True)
+            for module in text_model.modules():
+                if isinstance(module, Gemma3Attention):
+                    module._gk_state = state
+            if hasattr(model, "prepare_inputs_for_generation") and not hasattr(model, "_gk_prepare_inputs"):
+                _wrap_prepare_inputs(model, state)
     n, skipped = 0, []
     for name, module in model.named_modules():
         if isinstance(module, Gemma3Attention) and not hasattr(module, "_gk_original_forward"):
@@ -150,7 +294,17 @@ def use_gemma_kernels(model: torch.nn.Module, pack_qkv: bool = False) -> int:
 def restore(model: torch.nn.Module) -> int:
     """Undoes use_gemma_kernels; returns how many modules it restored."""
     n = 0
+    if hasattr(model, "_gk_prepare_inputs"):
+        del model.prepare_inputs_for_generation
+        if model._gk_prepare_inputs is not None:
+            model.prepare_inputs_for_generation = model._gk_prepare_inputs
+        del model._gk_prepare_inputs
     for module in model.modules():
+        if hasattr(module, "_gk_hook"):
+            module._gk_hook.remove()
+            del module._gk_hook
+        if hasattr(module, "_gk_state"):
+            del module._gk_state
         if hasattr(module, "_gk_original_forward"):
             module.forward = module._gk_original_forward
             del module._gk_original_forward, module._gk_fused_calls, module._gk_fallbacks, module._gk_name

@@ -14,7 +14,8 @@ import torch
 
 from . import _lib
 
-_DTYPES = {torch.bfloat16: _lib.DTYPE_BF16, torch.float16: _lib.DTYPE_F16, torch.float32: _lib.DTYPE_F32}
+_DTYPES = {torch.bfloat16: _lib.DTYPE_BF16, torch.float16: _lib.DTYPE_F16, torch.float32: _lib.DTYPE_F32,
+           torch.int32: _lib.DTYPE_I32}
 _MASK_MODES = {"causal": _lib.MASK_CAUSAL, "additive": _lib.MASK_ADDITIVE, "none": _lib.MASK_NONE}
 _PRECISIONS = {"tf32": _lib.PRECISION_TF32, "exact": _lib.PRECISION_EXACT}
 
@@ -47,18 +48,33 @@ def _workspace(bytes_needed: int, device: torch.device, given: Optional[torch.Te
     return buf.data_ptr(), bytes_needed, buf
 
 
-def _run(lib_prefix: str, op: str, device: torch.device, cfg, tens, workspace: Optional[torch.Tensor]) -> None:
+_NO_CACHE = object()  # an entry point without a cache argument (a None cache is a null pointer)
+
+
+def _run(lib_prefix: str, op: str, device: torch.device, cfg, tens, workspace: Optional[torch.Tensor],
+         cache=_NO_CACHE, suffix: str = "") -> None:
+    """One libgk call: check, workspace size, forward. `cache` (a KvCache or None) goes after the tensors for the
+    entry points that take one; `suffix` names the layer's cached entry points (_check_cached, _forward_cached)."""
     lib = _lib.library()
-    _lib.check(getattr(lib, lib_prefix + "_check")(ctypes.byref(cfg), ctypes.byref(tens)))
+    extra = () if cache is _NO_CACHE else (ctypes.byref(cache) if cache is not None else None,)
+    _lib.check(getattr(lib, lib_prefix + "_check" + suffix)(ctypes.byref(cfg), ctypes.byref(tens), *extra))
     size = ctypes.c_size_t()
     _lib.check(getattr(lib, lib_prefix + "_workspace_size")(ctypes.byref(cfg), ctypes.byref(size)))
     with torch.cuda.device(device):
         ws = _workspace(size.value, device, workspace, op)
         stream = torch.cuda.current_stream(device).cuda_stream
-        status = getattr(lib, lib_prefix + "_forward")(
-            _lib.handle(device.index), ctypes.byref(cfg), ctypes.byref(tens), ws[0] or None, ws[1], stream or None
+        status = getattr(lib, lib_prefix + "_forward" + suffix)(
+            _lib.handle(device.index), ctypes.byref(cfg), ctypes.byref(tens), *extra, ws[0] or None, ws[1],
+            stream or None
         )
     _lib.check(status)
+
+
+def _kv_cache(k_cache, v_cache, cache_seqlens, max_cached: int) -> _lib.KvCache:
+    cache = _lib.KvCache()
+    cache.k_cache, cache.v_cache, cache.cache_seqlens = _desc(k_cache), _desc(v_cache), _desc(cache_seqlens)
+    cache.max_cached = max_cached
+    return cache
 
 
 # ---- Gemma3 attention layer ------------------------------------------------------------------------------------
@@ -161,6 +177,240 @@ def _(hidden_states, cos, sin, attention_mask, q_proj_weight, k_proj_weight, v_p
       q_norm_weight, k_norm_weight, softcap=0.0, rms_norm_eps=1e-6, is_causal=True, norm_weight_offset=1.0,
       query_scale=0.0, sliding_window=0):
     return hidden_states.new_empty(hidden_states.shape[:-1] + (o_proj_weight.shape[0],))
+
+
+# ---- Gemma3 layer with a key/value cache, and its two steps ---------------------------------------------------
+
+
+@torch.library.custom_op("gemma_kernels::gemma3_attention_cached_out", mutates_args=("out", "k_cache", "v_cache"))
+def gemma3_attention_cached_out(
+    hidden_states: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    q_proj_weight: torch.Tensor,
+    k_proj_weight: torch.Tensor,
+    v_proj_weight: torch.Tensor,
+    o_proj_weight: torch.Tensor,
+    q_norm_weight: torch.Tensor,
+    k_norm_weight: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    cache_seqlens: torch.Tensor,
+    out: torch.Tensor,
+    max_cached: int,
+    softcap: float = 0.0,
+    rms_norm_eps: float = 1e-6,
+    is_causal: bool = True,
+    norm_weight_offset: float = 1.0,
+    query_scale: float = 0.0,
+    workspace: Optional[torch.Tensor] = None,
+    sliding_window: int = 0,
+) -> None:
+    """The layer for S new tokens per sequence with a key/value cache in StaticCache's layout: k_cache, v_cache
+    [B, Hkv, max_len, D] bf16, cache_seqlens [B] int32 on the device (tokens cached before the call; not updated),
+    max_cached a host bound on them (max_cached + S <= max_len). The new tokens' k and v are written into the cache
+    at cache_seqlens[b] + s, and each new query attends over cached and new keys (causal, optionally within
+    sliding_window, or all of them with is_causal False); cos/sin hold the new tokens' positions."""
+    tensors = (hidden_states, cos, sin, None, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight,
+               q_norm_weight, k_norm_weight, out)
+    device = _device_of("gemma3_attention_cached", tensors + (k_cache, v_cache, cache_seqlens))
+    cfg = _gemma3_config(hidden_states, q_proj_weight, k_proj_weight, q_norm_weight, None, is_causal, softcap,
+                         rms_norm_eps, norm_weight_offset, query_scale, sliding_window)
+    tens = _lib.Gemma3Tensors(*[_desc(t) for t in tensors])
+    _run("gk_gemma3_attention", "gemma3_attention_cached", device, cfg, tens, workspace,
+         _kv_cache(k_cache, v_cache, cache_seqlens, max_cached), "_cached")
+
+
+@gemma3_attention_cached_out.register_fake
+def _(hidden_states, cos, sin, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, q_norm_weight,
+      k_norm_weight, k_cache, v_cache, cache_seqlens, out, max_cached, softcap=0.0, rms_norm_eps=1e-6, is_causal=True,
+      norm_weight_offset=1.0, query_scale=0.0, workspace=None, sliding_window=0):
+    return None
+
+
+def _qkv_tensors(hidden_states, cos, sin, q_proj_weight, k_proj_weight, v_proj_weight, q_norm_weight, k_norm_weight,
+                 q_out, k_out, v_out) -> _lib.Gemma3QkvTensors:
+    return _lib.Gemma3QkvTensors(*[_desc(t) for t in (hidden_states, cos, sin, q_proj_weight, k_proj_weight,
+                                                       v_proj_weight, q_norm_weight, k_norm_weight, q_out, k_out,
+                                                       v_out)])
+
+
+@torch.library.custom_op("gemma_kernels::gemma3_qkv_out", mutates_args=("q_out", "k_out", "v_out"))
+def gemma3_qkv_out(
+    hidden_states: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    q_proj_weight: torch.Tensor,
+    k_proj_weight: torch.Tensor,
+    v_proj_weight: torch.Tensor,
+    q_norm_weight: torch.Tensor,
+    k_norm_weight: torch.Tensor,
+    q_out: torch.Tensor,
+    k_out: torch.Tensor,
+    v_out: torch.Tensor,
+    rms_norm_eps: float = 1e-6,
+    norm_weight_offset: float = 1.0,
+    workspace: Optional[torch.Tensor] = None,
+) -> None:
+    """The layer's q|k|v step for new tokens: q_out [B, Hq, S, D], k_out and v_out [B, Hkv, S, D] (Hugging Face's
+    layout of query/key/value states), q and k per-head RMS-normalized and rotated with cos/sin."""
+    tensors = (hidden_states, cos, sin, q_proj_weight, k_proj_weight, v_proj_weight, q_norm_weight, k_norm_weight,
+               q_out, k_out, v_out)
+    device = _device_of("gemma3_qkv", tensors)
+    cfg = _gemma3_config(hidden_states, q_proj_weight, k_proj_weight, q_norm_weight, None, True, 0.0, rms_norm_eps,
+                         norm_weight_offset, 0.0, 0)
+    _run("gk_gemma3_qkv", "gemma3_qkv", device, cfg, _qkv_tensors(*tensors), workspace, None)
+
+
+@gemma3_qkv_out.register_fake
+def _(hidden_states, cos, sin, q_proj_weight, k_proj_weight, v_proj_weight, q_norm_weight, k_norm_weight, q_out,
+      k_out, v_out, rms_norm_eps=1e-6, norm_weight_offset=1.0, workspace=None):
+    return None
+
+
+def _qkv_shapes(hidden_states, q_proj_weight, k_proj_weight, q_norm_weight):
+    b, s, d = hidden_states.shape[0], hidden_states.shape[1], q_norm_weight.shape[0]
+    return (b, q_proj_weight.shape[0] // d, s, d), (b, k_proj_weight.shape[0] // d, s, d)
+
+
+@torch.library.custom_op("gemma_kernels::gemma3_qkv", mutates_args=())
+def gemma3_qkv(
+    hidden_states: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    q_proj_weight: torch.Tensor,
+    k_proj_weight: torch.Tensor,
+    v_proj_weight: torch.Tensor,
+    q_norm_weight: torch.Tensor,
+    k_norm_weight: torch.Tensor,
+    rms_norm_eps: float = 1e-6,
+    norm_weight_offset: float = 1.0,
+) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Functional form of gemma3_qkv_out: returns (q [B, Hq, S, D], k [B, Hkv, S, D], v [B, Hkv, S, D])."""
+    q_shape, kv_shape = _qkv_shapes(hidden_states, q_proj_weight, k_proj_weight, q_norm_weight)
+    q, k, v = (hidden_states.new_empty(sh) for sh in (q_shape, kv_shape, kv_shape))
+    gemma3_qkv_out(hidden_states, cos, sin, q_proj_weight, k_proj_weight, v_proj_weight, q_norm_weight, k_norm_weight,
+                   q, k, v, rms_norm_eps, norm_weight_offset)
+    return q, k, v
+
+
+@gemma3_qkv.register_fake
+def _(hidden_states, cos, sin, q_proj_weight, k_proj_weight, v_proj_weight, q_norm_weight, k_norm_weight,
+      rms_norm_eps=1e-6, norm_weight_offset=1.0):
+    q_shape, kv_shape = _qkv_shapes(hidden_states, q_proj_weight, k_proj_weight, q_norm_weight)
+    return tuple(hidden_states.new_empty(sh) for sh in (q_shape, kv_shape, kv_shape))
+
+
+@torch.library.custom_op("gemma_kernels::gemma3_qkv_cached_out", mutates_args=("q_out", "k_cache", "v_cache"))
+def gemma3_qkv_cached_out(
+    hidden_states: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    q_proj_weight: torch.Tensor,
+    k_proj_weight: torch.Tensor,
+    v_proj_weight: torch.Tensor,
+    q_norm_weight: torch.Tensor,
+    k_norm_weight: torch.Tensor,
+    q_out: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    cache_seqlens: torch.Tensor,
+    max_cached: int,
+    rms_norm_eps: float = 1e-6,
+    norm_weight_offset: float = 1.0,
+    workspace: Optional[torch.Tensor] = None,
+) -> None:
+    """gemma3_qkv_out with k and v written into a cache (gemma3_attention_cached_out's) at cache_seqlens[b] + s."""
+    tensors = (hidden_states, cos, sin, q_proj_weight, k_proj_weight, v_proj_weight, q_norm_weight, k_norm_weight,
+               q_out, None, None)
+    device = _device_of("gemma3_qkv", tensors + (k_cache, v_cache, cache_seqlens))
+    cfg = _gemma3_config(hidden_states, q_proj_weight, k_proj_weight, q_norm_weight, None, True, 0.0, rms_norm_eps,
+                         norm_weight_offset, 0.0, 0)
+    _run("gk_gemma3_qkv", "gemma3_qkv", device, cfg, _qkv_tensors(*tensors), workspace,
+         _kv_cache(k_cache, v_cache, cache_seqlens, max_cached))
+
+
+@gemma3_qkv_cached_out.register_fake
+def _(hidden_states, cos, sin, q_proj_weight, k_proj_weight, v_proj_weight, q_norm_weight, k_norm_weight, q_out,
+      k_cache, v_cache, cache_seqlens, max_cached, rms_norm_eps=1e-6, norm_weight_offset=1.0, workspace=None):
+    return None
+
+
+def _attend_config(query, k_cache, o_proj_weight, is_causal, softcap, query_scale, sliding_window) -> _lib.Gemma3Config:
+    if query.dim() != 4 or k_cache.dim() != 4 or o_proj_weight.dim() != 2:
+        raise ValueError(
+            "gemma_kernels.gemma3_attend: query must be [B, Hq, S, D], k_cache [B, Hkv, max_len, D] and o_proj_weight "
+            f"[hidden, Hq*D] (got {list(query.shape)}, {list(k_cache.shape)} and {list(o_proj_weight.shape)})"
+        )
+    cfg = _lib.Gemma3Config()
+    cfg.batch, cfg.num_q_heads, cfg.seq_len, cfg.head_dim = query.shape
+    cfg.num_kv_heads = k_cache.shape[1]
+    cfg.hidden = o_proj_weight.shape[0]
+    cfg.softcap = softcap
+    cfg.rms_norm_eps = 1e-6  # not read
+    cfg.norm_weight_offset = 1.0
+    cfg.query_scale = query_scale
+    cfg.mask_mode = _lib.MASK_CAUSAL if is_causal else _lib.MASK_NONE
+    cfg.sliding_window = sliding_window
+    return cfg
+
+
+@torch.library.custom_op("gemma_kernels::gemma3_attend_out", mutates_args=("out",))
+def gemma3_attend_out(
+    query: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    cache_seqlens: torch.Tensor,
+    o_proj_weight: torch.Tensor,
+    out: torch.Tensor,
+    max_cached: int,
+    softcap: float = 0.0,
+    is_causal: bool = True,
+    query_scale: float = 0.0,
+    sliding_window: int = 0,
+    workspace: Optional[torch.Tensor] = None,
+) -> None:
+    """Attention of S new queries (query [B, Hq, S, D], normalized and rotated: gemma3_qkv's q) over a cache that
+    holds each sequence's cache_seqlens[b] earlier tokens followed by the S new ones (k_cache, v_cache
+    [B, Hkv, max_len, D], any max_len they fit in: max_cached + S <= max_len), then the O projection into out
+    [B, S, hidden]. New query i sits at position cache_seqlens[b] + i."""
+    tensors = (query, o_proj_weight, out)
+    device = _device_of("gemma3_attend", tensors + (k_cache, v_cache, cache_seqlens))
+    cfg = _attend_config(query, k_cache, o_proj_weight, is_causal, softcap, query_scale, sliding_window)
+    _run("gk_gemma3_attend", "gemma3_attend", device, cfg, _lib.Gemma3AttendTensors(*[_desc(t) for t in tensors]),
+         workspace, _kv_cache(k_cache, v_cache, cache_seqlens, max_cached))
+
+
+@gemma3_attend_out.register_fake
+def _(query, k_cache, v_cache, cache_seqlens, o_proj_weight, out, max_cached, softcap=0.0, is_causal=True,
+      query_scale=0.0, sliding_window=0, workspace=None):
+    return None
+
+
+@torch.library.custom_op("gemma_kernels::gemma3_attend", mutates_args=())
+def gemma3_attend(
+    query: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    cache_seqlens: torch.Tensor,
+    o_proj_weight: torch.Tensor,
+    max_cached: int,
+    softcap: float = 0.0,
+    is_causal: bool = True,
+    query_scale: float = 0.0,
+    sliding_window: int = 0,
+) -> torch.Tensor:
+    """Functional form of gemma3_attend_out: returns a new [B, S, hidden] bf16 tensor."""
+    out = query.new_empty((query.shape[0], query.shape[2], o_proj_weight.shape[0]))
+    gemma3_attend_out(query, k_cache, v_cache, cache_seqlens, o_proj_weight, out, max_cached, softcap, is_causal,
+                      query_scale, sliding_window)
+    return out
+
+
+@gemma3_attend.register_fake
+def _(query, k_cache, v_cache, cache_seqlens, o_proj_weight, max_cached, softcap=0.0, is_causal=True, query_scale=0.0,
+      sliding_window=0):
+    return query.new_empty((query.shape[0], query.shape[2], o_proj_weight.shape[0]))
 
 
 # ---- Gemma3n audio QKV projection ------------------------------------------------------------------------------

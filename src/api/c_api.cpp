@@ -117,6 +117,12 @@ size_t gk_abi_struct_size(int32_t which) {
       return sizeof(gk_audio_qkv_config);
     case GK_ABI_AUDIO_TENSORS:
       return sizeof(gk_audio_qkv_tensors);
+    case GK_ABI_KV_CACHE:
+      return sizeof(gk_kv_cache);
+    case GK_ABI_GEMMA3_QKV_TENSORS:
+      return sizeof(gk_gemma3_qkv_tensors);
+    case GK_ABI_GEMMA3_ATTEND_TENSORS:
+      return sizeof(gk_gemma3_attend_tensors);
     default:
       return 0;
   }
@@ -157,12 +163,77 @@ gk_status gk_gemma3_attention_workspace_size(const gk_gemma3_attention_config* c
   });
 }
 
+gk_status gk_gemma3_attention_check_cached(const gk_gemma3_attention_config* config,
+                                          const gk_gemma3_attention_tensors* tensors, const gk_kv_cache* cache) {
+  return guarded("gemma3_attention", [&] {
+    GK_RETURN_IF_ERROR(null_args("gemma3_attention", {{"config", config}, {"tensors", tensors}, {"cache", cache}}));
+    return gk::gemma3_attention_check_cached(*config, *tensors, *cache);
+  });
+}
+
+gk_status gk_gemma3_attention_forward_cached(gk_handle_t handle, const gk_gemma3_attention_config* config,
+                                            const gk_gemma3_attention_tensors* tensors, const gk_kv_cache* cache,
+                                            void* workspace, size_t workspace_bytes, gk_stream_t stream) {
+  return guarded("gemma3_attention", [&] {
+    GK_RETURN_IF_ERROR(null_args("gemma3_attention", {{"config", config}, {"tensors", tensors}, {"cache", cache}}));
+    return gk::gemma3_attention_forward_cached(handle, *config, *tensors, *cache, workspace, workspace_bytes, stream);
+  });
+}
+
 gk_status gk_gemma3_attention_forward(gk_handle_t handle, const gk_gemma3_attention_config* config,
                                       const gk_gemma3_attention_tensors* tensors, void* workspace,
                                       size_t workspace_bytes, gk_stream_t stream) {
   return guarded("gemma3_attention", [&] {
     GK_RETURN_IF_ERROR(null_args("gemma3_attention", {{"config", config}, {"tensors", tensors}}));
     return gk::gemma3_attention_forward(handle, *config, *tensors, workspace, workspace_bytes, stream);
+  });
+}
+
+gk_status gk_gemma3_qkv_check(const gk_gemma3_attention_config* config, const gk_gemma3_qkv_tensors* tensors,
+                              const gk_kv_cache* cache) {
+  return guarded("gemma3_qkv", [&] {
+    GK_RETURN_IF_ERROR(null_args("gemma3_qkv", {{"config", config}, {"tensors", tensors}}));
+    return gk::gemma3_qkv_check(*config, *tensors, cache);
+  });
+}
+
+gk_status gk_gemma3_qkv_workspace_size(const gk_gemma3_attention_config* config, size_t* bytes) {
+  return guarded("gemma3_qkv", [&] {
+    GK_RETURN_IF_ERROR(null_args("gemma3_qkv", {{"config", config}, {"bytes", bytes}}));
+    return gk::gemma3_qkv_workspace_size(*config, bytes);
+  });
+}
+
+gk_status gk_gemma3_qkv_forward(gk_handle_t handle, const gk_gemma3_attention_config* config,
+                                const gk_gemma3_qkv_tensors* tensors, const gk_kv_cache* cache, void* workspace,
+                                size_t workspace_bytes, gk_stream_t stream) {
+  return guarded("gemma3_qkv", [&] {
+    GK_RETURN_IF_ERROR(null_args("gemma3_qkv", {{"config", config}, {"tensors", tensors}}));
+    return gk::gemma3_qkv_forward(handle, *config, *tensors, cache, workspace, workspace_bytes, stream);
+  });
+}
+
+gk_status gk_gemma3_attend_check(const gk_gemma3_attention_config* config, const gk_gemma3_attend_tensors* tensors,
+                                 const gk_kv_cache* cache) {
+  return guarded("gemma3_attend", [&] {
+    GK_RETURN_IF_ERROR(null_args("gemma3_attend", {{"config", config}, {"tensors", tensors}, {"cache", cache}}));
+    return gk::gemma3_attend_check(*config, *tensors, *cache);
+  });
+}
+
+gk_status gk_gemma3_attend_workspace_size(const gk_gemma3_attention_config* config, size_t* bytes) {
+  return guarded("gemma3_attend", [&] {
+    GK_RETURN_IF_ERROR(null_args("gemma3_attend", {{"config", config}, {"bytes", bytes}}));
+    return gk::gemma3_attend_workspace_size(*config, bytes);
+  });
+}
+
+gk_status gk_gemma3_attend_forward(gk_handle_t handle, const gk_gemma3_attention_config* config,
+                                   const gk_gemma3_attend_tensors* tensors, const gk_kv_cache* cache, void* workspace,
+                                   size_t workspace_bytes, gk_stream_t stream) {
+  return guarded("gemma3_attend", [&] {
+    GK_RETURN_IF_ERROR(null_args("gemma3_attend", {{"config", config}, {"tensors", tensors}, {"cache", cache}}));
+    return gk::gemma3_attend_forward(handle, *config, *tensors, *cache, workspace, workspace_bytes, stream);
   });
 }
 

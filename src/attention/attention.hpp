@@ -15,6 +15,7 @@ struct AttentionPlan;  // attention_plan.hpp
 // and the tile lists, then the plan's kernel.
 struct AttentionLaunches {
   detail::KernelLaunch classify, list, kernel;
+  detail::KernelLaunch combine;  // the decode kernel's merge of its splits (after the kernel, never early)
   // `programmatic`: the kernel before them in `stream` is the split-K q|k|v kernel or the norm/RoPE pass, which let
   // their dependents launch early (device::launch_dependents); the attention's CTAs then start on the SMs that
   // kernel leaves free, set up, and wait for it (device::grid_dependency_wait) before reading anything. In additive
@@ -33,5 +34,8 @@ Status prepare_mask_tiles(AttentionParams* p, int block_m, int block_n, bool mar
                           detail::KernelLaunch* classify, detail::KernelLaunch* list);
 // The kernels' shared-memory opt-ins, once per device (at handle creation).
 Status prepare_attention_kernels();
+// The decode kernel's launches (attention_decode.cu; prepare_attention calls it for a decode plan), and its opt-ins.
+Status prepare_decode(AttentionParams p, int head_dim, const AttentionPlan& plan, AttentionLaunches* out);
+Status prepare_decode_kernels();
 
 }  // namespace gk::gemma3

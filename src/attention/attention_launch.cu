@@ -44,7 +44,13 @@ Status prepare_sm80(AttentionParams p, const AttentionPlan& plan, AttentionLaunc
   if (kMask == MaskMode::kAdditive) {
     GK_RETURN_IF_ERROR(prepare_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, false, &out->classify, &out->list));
   }
-  out->kernel = detail::KernelLaunch("attention sm80 kernel launch", attention_fwd_kernel<Tr, kSoftcap, kMask>,
+  const auto kernel = [&] {
+    if constexpr (kMask != MaskMode::kAdditive) {
+      if (p.kv_lens != nullptr) return attention_fwd_kernel<Tr, kSoftcap, kMask, true>;
+    }
+    return attention_fwd_kernel<Tr, kSoftcap, kMask, false>;
+  }();
+  out->kernel = detail::KernelLaunch("attention sm80 kernel launch", kernel,
                                      {dim3(static_cast<unsigned>(plan.grid)), Tr::kThreads, Tr::kSmemBytes}, p);
   return Status::Ok();
 }
@@ -123,6 +129,12 @@ Status opt_in_variant() {
   const auto opt_in = [](const void* kernel, size_t bytes) { return detail::set_smem_opt_in(kOp, kernel, bytes); };
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(sm90_kernel<kSoftcap, kMask>(false)), Sm90Traits::kSmemBytes));
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(sm90_kernel<kSoftcap, kMask>(true)), Sm90Traits::kSmemBytes));
+  if constexpr (kMask != MaskMode::kAdditive) {  // the cached forms
+    GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(attention_fwd_kernel<Sm80Traits128, kSoftcap, kMask, true>),
+                              Sm80Traits128::kSmemBytes));
+    GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(attention_fwd_kernel<Sm80Traits256, kSoftcap, kMask, true>),
+                              Sm80Traits256::kSmemBytes));
+  }
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(attention_fwd_kernel<Sm80Traits128, kSoftcap, kMask>),
                             Sm80Traits128::kSmemBytes));
   return opt_in(reinterpret_cast<const void*>(attention_fwd_kernel<Sm80Traits256, kSoftcap, kMask>),
@@ -141,7 +153,8 @@ Status opt_in_softcap() {
 
 Status prepare_attention_kernels() {
   GK_RETURN_IF_ERROR(opt_in_softcap<true>());
-  return opt_in_softcap<false>();
+  GK_RETURN_IF_ERROR(opt_in_softcap<false>());
+  return prepare_decode_kernels();
 }
 
 Status AttentionLaunches::issue(const char* op, bool programmatic, cudaStream_t stream) {
@@ -150,12 +163,20 @@ Status AttentionLaunches::issue(const char* op, bool programmatic, cudaStream_t 
     l->set_programmatic(programmatic);
     GK_RETURN_IF_ERROR(l->issue(op, stream));
   }
-  return Status::Ok();
+  return combine.empty() ? Status::Ok() : combine.issue(op, stream);
 }
 
 Status prepare_attention(AttentionParams p, int head_dim, const AttentionPlan& plan, AttentionLaunches* out) {
   if (head_dim != Sm80Traits128::kHeadDim && head_dim != Sm80Traits256::kHeadDim) {
     return detail::error(GK_STATUS_NOT_SUPPORTED, "%s: no attention kernel for head_dim %d", kOp, head_dim);
+  }
+  if (p.kv_lens != nullptr && (plan.kernel == AttentionKernel::kSm90 || p.mask_mode == MaskMode::kAdditive)) {
+    return detail::error(GK_STATUS_INTERNAL_ERROR,
+                         "%s: a key/value cache runs on the sm80 or the decode kernel, unmasked or causal", kOp);
+  }
+  if (plan.kernel == AttentionKernel::kDecode) {
+    *out = AttentionLaunches{};
+    return prepare_decode(p, head_dim, plan, out);
   }
   if (head_dim != Sm90Traits::kHeadDim && (plan.kernel != AttentionKernel::kSm80 || plan.block_m != kSm80Block)) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: head_dim %d runs on the sm80 kernel only", kOp, head_dim);

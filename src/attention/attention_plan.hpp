@@ -11,7 +11,8 @@
 
 namespace gk::gemma3 {
 
-enum class AttentionKernel { kSm90, kSm80 };
+// kDecode: a few new tokens over a key/value cache (attention_decode.cuh; chosen by the layer's cached steps).
+enum class AttentionKernel { kSm90, kSm80, kDecode };
 // The kernels' square tiles (query rows = keys), as instantiated (attention_launch.cu checks them against the traits).
 inline constexpr int kSm90Block = 128, kSm80Block = 64;
 // The head dim the sm90 kernel is built for (the sm80-class kernel also takes 256).
@@ -36,6 +37,7 @@ struct AttentionPlan {
   float fixed_bias = 0.f;        // that reference (fixed_softmax.hpp)
   int64_t tiles = 0;             // work tiles
   int grid = 0;                  // CTAs: one per tile (sm80), at most one per SM (sm90, persistent)
+  int splits = 0;                // decode: CTAs the key range of each (sequence, kv head, row block) is split over
 };
 
 // Work tiles of `block_m` query rows: one per (query block, batch, query head), except that a packed GQA tail takes one

@@ -90,8 +90,10 @@ __device__ __forceinline__ void store_output(const float (&acc_o)[kDTiles][4], c
   }
 }
 
-// The sm80 kernel (attention_fwd_kernel): one CTA per work tile of Tr::kBlockM query rows.
-template <class Tr, bool kSoftcap, MaskMode kMask>
+// The sm80 kernel (attention_fwd_kernel): one CTA per work tile of Tr::kBlockM query rows. kCached: keys and values
+// come from a key/value cache holding each sequence's cached tokens and then the call's new ones
+// (AttentionParams::kv_lens); the new queries sit after the cached positions.
+template <class Tr, bool kSoftcap, MaskMode kMask, bool kCached = false>
 __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const AttentionParams p) {
   using bf16 = __nv_bfloat16;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kHeadDim = Tr::kHeadDim;
@@ -107,9 +109,12 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
   // Launched programmatically (behind the split projection kernel or the norm/RoPE pass, or in additive mode behind
   // the mask tile lists), everything below reads what the kernels before wrote. A no-op otherwise.
   device::grid_dependency_wait();
-  const TileCoord tc = tile_coord<kMask, kBlockM, kBlockN>(p, static_cast<int>(blockIdx.x));
+  static_assert(!kCached || kMask != MaskMode::kAdditive, "a cache takes causal, sliding-window or no masking");
+  const TileCoord tc = tile_coord<kMask, kBlockM, kBlockN, false, kCached>(p, static_cast<int>(blockIdx.x));
   const int b = tc.b, h = tc.h, kvh = tc.kvh, m0 = tc.m0, n_blocks = tc.n_blocks;
-  const int seq_len = p.seq_len;
+  const int seq_len = p.seq_len;  // the queries'
+  // The keys' end and the block's first query position (with a cache: shifted by the cached length).
+  const int key_len = kCached ? tc.key_len : seq_len, pos0 = kCached ? tc.p0 + m0 : m0;
 
   const bf16* q = p.q + b * p.q_batch_stride + h * p.q_head_stride;
   const bf16* k = p.k + b * p.k_batch_stride + kvh * p.k_head_stride;
@@ -122,9 +127,9 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
   load_tile<Tr, kBlockM>(s_q, q, p.q_token_stride, m0, seq_len, tid);
   const auto key = [&](int i) { return key_tile<kMask, kBlockN>(tc, i, 0); };
   KeyTile kt = key(0);
-  load_tile<Tr, kBlockN>(s_k, k, p.k_token_stride, kt.n0, seq_len, tid);
+  load_tile<Tr, kBlockN>(s_k, k, p.k_token_stride, kt.n0, key_len, tid);
   device::cp_async_commit();
-  load_tile<Tr, kBlockN>(s_v, v, p.v_token_stride, kt.n0, seq_len, tid);
+  load_tile<Tr, kBlockN>(s_v, v, p.v_token_stride, kt.n0, key_len, tid);
   device::cp_async_commit();
   if (tid == 0 && p.l2_prefetch_bytes != 0) {  // after this CTA's own first loads
     device::bulk_prefetch_l2_share(p.l2_prefetch, p.l2_prefetch_bytes, blockIdx.x, gridDim.x);
@@ -133,6 +138,8 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
   // Thread (lane) holds rows g and g+8 of its warp's 16, columns 2t and 2t+1 of every n8 tile.
   const int row0 = m0 + warp * 16 + (lane >> 2);
   const int rows[2] = {row0, row0 + 8};
+  // The rows' positions among the keys, for the masking (the same as rows without a cache).
+  const int key_rows[2] = {pos0 - m0 + row0, pos0 - m0 + row0 + 8};
   RowSoftmax softmax;
   float acc_o[kDTiles][4];
 #pragma unroll
@@ -156,7 +163,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
       }
     }
     if (has_next) {
-      load_tile<Tr, kBlockN>(s_k + (stage ^ 1) * Tr::kTileKV, k, p.k_token_stride, next.n0, seq_len, tid);
+      load_tile<Tr, kBlockN>(s_k + (stage ^ 1) * Tr::kTileKV, k, p.k_token_stride, next.n0, key_len, tid);
       device::cp_async_commit();
     }
 
@@ -186,9 +193,14 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
     // An edge tile may hold keys the mask policy hides (MaskPolicy::hide): past the sequence end, (causal) right of
     // the block's first row, or (sliding window) `window` or more left of its last row.
     constexpr bool kCausal = MaskPolicy<kMask>::kCausal;
-    const bool edge = (n0 + kBlockN > seq_len) || (kCausal && n0 + kBlockN - 1 > m0) ||
-                      (MaskPolicy<kMask>::kWindow && m0 + (kBlockM - 1) - n0 >= p.window);
-    scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane, edge, kt.mask);
+    const bool edge = (n0 + kBlockN > key_len) || (kCausal && n0 + kBlockN - 1 > pos0) ||
+                      (MaskPolicy<kMask>::kWindow && pos0 + (kBlockM - 1) - n0 >= p.window);
+    if constexpr (kCached) {
+      scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, key_rows, n0, lane, edge, kt.mask,
+                                                 nullptr, false, key_len);
+    } else {
+      scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane, edge, kt.mask);
+    }
     softmax.update<kNTiles, kDTiles>(acc_s, acc_o, logit_scale<kSoftcap, kMask>(p));
 
     if (has_next) {
@@ -198,7 +210,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
     }
     __syncthreads();  // V[nb] visible to all warps
     if (has_next) {
-      load_tile<Tr, kBlockN>(s_v + (stage ^ 1) * Tr::kTileKV, v, p.v_token_stride, next.n0, seq_len, tid);
+      load_tile<Tr, kBlockN>(s_v + (stage ^ 1) * Tr::kTileKV, v, p.v_token_stride, next.n0, key_len, tid);
       device::cp_async_commit();
     }
 

@@ -37,13 +37,23 @@ struct MaskPolicy {
   // scheduler's order needs no change for: every block past the first window visits as many); an additive mask's
   // list leaves out the tiles it kills (mask_tiles.cu). kBoundedFlag: the list kernel set the bounded flag
   // (prepare_mask_tiles' mark_bounded), only for a kernel that reads it.
-  template <int kBlockM, int kBlockN, bool kBoundedFlag>
+  // kCached: the sm80 kernel's cached form (AttentionParams::kv_lens): positions and keys shift by the cached length.
+  template <int kBlockM, int kBlockN, bool kBoundedFlag, bool kCached = false>
   __host__ __device__ __forceinline__ static void visit(const AttentionParams& p, TileCoord& t) {
-    t.n_blocks = (p.seq_len + kBlockN - 1) / kBlockN;
+    int p0 = 0, key_len = p.seq_len;
+    if constexpr (kCached) {
+      // The host checked that the caller's bound on the lengths leaves room; a length past it still reads nothing
+      // beyond the cache (its results are then as wrong as its length, never out of bounds).
+      p0 = max(0, min(p.kv_lens[t.b], p.kv_capacity - p.seq_len));
+      key_len = p0 + p.seq_len;
+      t.p0 = p0;
+      t.key_len = key_len;
+    }
+    t.n_blocks = (key_len + kBlockN - 1) / kBlockN;
     t.n_lo = 0;
-    if constexpr (kCausal) t.n_blocks = min(t.n_blocks, (t.m0 + kBlockM + kBlockN - 1) / kBlockN);
+    if constexpr (kCausal) t.n_blocks = min(t.n_blocks, (p0 + t.m0 + kBlockM + kBlockN - 1) / kBlockN);
     if constexpr (kWindow) {
-      t.n_lo = max(0, t.m0 - (p.window - 1)) / kBlockN;
+      t.n_lo = max(0, p0 + t.m0 - (p.window - 1)) / kBlockN;
       t.n_blocks -= t.n_lo;
     }
     if constexpr (kAdditive) {

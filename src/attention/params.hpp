@@ -86,6 +86,11 @@ struct AttentionParams {
   float fixed_bias;
   MaskMode mask_mode;
   int window;  // kSliding: keys a query sees, itself included (>= 1)
+  // A key/value cache (the sm80 kernel's cached form; null otherwise): batch element b's keys are its kv_lens[b]
+  // cached tokens followed by the call's seq_len new ones, all in the cache that k and v (with their strides) point
+  // into, and its new query row i sits at position kv_lens[b] + i.
+  const int* kv_lens;
+  int kv_capacity;  // the cache's tokens per sequence: keys are never read past it, whatever kv_lens holds
   bool softcap;
   bool mask_pairs;  // additive: even S, row stride and 4-byte base, so a thread's column pair loads as one word
 
@@ -99,6 +104,12 @@ struct AttentionParams {
   // size are multiples of 16 bytes.
   const void* l2_prefetch;
   uint64_t l2_prefetch_bytes;
+
+  // The decode kernel (attention_decode.cuh): the key range of each (sequence, kv head) split over decode_splits
+  // CTAs, whose partial outputs (fp32, with each row's maximum and sum) go to decode_partial and are merged by the
+  // combine kernel; with one split the kernel writes the output itself.
+  float* decode_partial;
+  int decode_splits;
 };
 
 }  // namespace gk::gemma3

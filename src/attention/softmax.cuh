@@ -28,7 +28,8 @@ template <bool kSoftcap, MaskMode kMask, int kNTiles>
 __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const AttentionParams& p, int b,
                                                  const __nv_bfloat16* mask_rows, const int (&rows)[2], int n0, int lane,
                                                  bool edge_tile, uint32_t mask_apply,
-                                                 const uint64_t (*bits_ahead)[2][2] = nullptr, bool unscaled = false) {
+                                                 const uint64_t (*bits_ahead)[2][2] = nullptr, bool unscaled = false,
+                                                 int key_len = -1) {
   // Without an additive mask the last scale (cap * log2 e, or scale * log2 e) is left to the softmax, which folds it
   // into the FFMA that subtracts the running max (logit_scale<kSoftcap, kMask>). So it is for an additive mask's
   // tiles without mask values whose dead scores may be -inf (`unscaled`: kMaskNone and kMaskBits, edge tiles too;
@@ -65,7 +66,8 @@ __device__ __forceinline__ void scores_to_logits(float (&s)[kNTiles][4], const A
     if (mask_apply == kMaskValues) add_mask_values(s, p, mask_rows, rows, col0);
   }
   if (!edge_tile) return;
-  MaskPolicy<kMask>::mask_edge(s, rows, col0, p.seq_len, p.window);
+  // key_len: where the keys end when not at the queries' seq_len (a key/value cache's cached + new tokens).
+  MaskPolicy<kMask>::mask_edge(s, rows, col0, key_len < 0 ? p.seq_len : key_len, p.window);
 }
 
 // The factor the softmax still applies to what scores_to_logits left (1 where it produced base-2 logits; the Hopper

@@ -14,7 +14,7 @@ namespace gk::gemma3 {
 // Work tiles are ordered heaviest first: the packed GQA tails when p.tail_rows > 0 (they visit every key tile),
 // then query block-major from the last block down. Under a causal mask the long blocks start early and the last
 // tiles each SM takes are short ones.
-template <MaskMode kMask, int kBlockM, int kBlockN, bool kBoundedFlag = false>
+template <MaskMode kMask, int kBlockM, int kBlockN, bool kBoundedFlag = false, bool kCached = false>
 __host__ __device__ __forceinline__ TileCoord tile_coord(const AttentionParams& p, int tile) {
   TileCoord t;
   const int bh_count = p.batch * p.num_q_heads;
@@ -47,7 +47,9 @@ __host__ __device__ __forceinline__ TileCoord tile_coord(const AttentionParams& 
   t.block = t.b * p.num_m_blocks + m_block;
   // Only a kernel that reads the bounded flag has the list kernel set it (build_mask_tiles' mark_bounded, the list
   // kernel's kMarkBounded), so the others' code stays as it was without it.
-  MaskPolicy<kMask>::template visit<kBlockM, kBlockN, kBoundedFlag>(p, t);
+  t.p0 = 0;
+  t.key_len = p.seq_len;
+  MaskPolicy<kMask>::template visit<kBlockM, kBlockN, kBoundedFlag, kCached>(p, t);
   return t;
 }
 

@@ -14,6 +14,9 @@ struct TileCoord {
   // (`list`, built per call by mask_tiles.cu).
   int n_blocks;
   int n_lo;  // sliding window: the first key tile in the block's band (0 otherwise)
+  // With a key/value cache (AttentionParams::kv_lens): the block's row i is position p0 + m0 + i, and keys run up to
+  // key_len (cached + new). Without one: 0 and seq_len.
+  int p0, key_len;
   const uint32_t* list;
   int block;  // b * num_m_blocks + the query block: the additive mask's tile list index
   // 0: row i of the block is position m0 + i of head h. Otherwise the block is a packed GQA tail (the last,

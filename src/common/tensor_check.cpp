@@ -13,6 +13,7 @@ size_t dtype_size(gk_dtype dtype) {
     case GK_DTYPE_F16:
       return 2;
     case GK_DTYPE_F32:
+    case GK_DTYPE_I32:
       return 4;
     default:
       return 0;
@@ -27,6 +28,8 @@ const char* dtype_name(gk_dtype dtype) {
       return "f16";
     case GK_DTYPE_F32:
       return "f32";
+    case GK_DTYPE_I32:
+      return "i32";
     default:
       return "invalid";
   }

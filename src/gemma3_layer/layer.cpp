@@ -7,9 +7,12 @@
 #include "attention/attention.hpp"
 #include "common/gemm.hpp"
 #include "common/status_util.hpp"
+#include "common/tensor_check.hpp"
 #include "common/workspace.hpp"
+#include "attention/decode_plan.hpp"
 #include "gemma3_layer/operands.hpp"
 #include "gemma3_layer/plan.hpp"
+#include "gemma3_layer/steps.hpp"
 #include "gemma3_layer/validate.hpp"
 #include "projection/projection.hpp"
 
@@ -19,14 +22,20 @@ namespace gemma3 {
 
 using bf16 = __nv_bfloat16;
 
-LayerBuffers carve_layer(const Gemma3AttentionConfig& c, void* base) {
+LayerBuffers carve_layer(const Gemma3AttentionConfig& c, void* base, LayerSteps steps) {
   detail::WorkspaceCarver w(base);
   const int64_t rows = c.batch * c.seq_len;
   LayerBuffers l;
-  l.qkv = w.take<bf16>(rows * (c.num_q_heads + 2 * c.num_kv_heads) * c.head_dim);
-  l.attn = w.take<bf16>(rows * c.num_q_heads * c.head_dim);
+  if (steps != LayerSteps::kAttend) l.qkv = w.take<bf16>(rows * (c.num_q_heads + 2 * c.num_kv_heads) * c.head_dim);
+  if (steps != LayerSteps::kQkv) l.attn = w.take<bf16>(rows * c.num_q_heads * c.head_dim);
   l.gemm_workspace = w.take_bytes(detail::kGemmWorkspaceBytes);
-  if (c.mask_mode == GK_MASK_ADDITIVE) {
+  // A call with a cache and few new tokens runs the decode kernel: room for the most splits it may take.
+  if (steps != LayerSteps::kQkv && decode_applies(c.seq_len)) {
+    const int splits = decode_max_splits(c.batch, c.num_kv_heads, c.seq_len, c.num_q_heads / c.num_kv_heads);
+    l.decode_partial = static_cast<float*>(
+        w.take_bytes(decode_scratch_bytes(splits, c.batch, c.num_q_heads, c.seq_len, c.head_dim)));
+  }
+  if (c.mask_mode == GK_MASK_ADDITIVE && steps == LayerSteps::kAll) {
     l.mask_tile_bytes = mask_tile_scratch_bytes(c.batch, c.seq_len);
     l.mask_tiles = w.take_bytes(l.mask_tile_bytes);
   }
@@ -195,6 +204,96 @@ Status run_qkv_cublas(gk_handle_t handle, const Gemma3AttentionConfig& c, const 
 
 }  // namespace
 
+namespace gemma3 {
+
+Status prepare_qkv_step(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const LayerBuffers& ws,
+                        const LayerPlan& plan, const void* l2_prefetch, uint64_t l2_prefetch_bytes, QkvStep* step) {
+  step->operands = qkv_operands(c, t, ws, plan.v_first);
+  if (plan.qkv != QkvKernel::kSplitk) return Status::Ok();
+  if (l2_prefetch != nullptr) {
+    step->operands.l2_prefetch = l2_prefetch;
+    step->operands.l2_prefetch_bytes = l2_prefetch_bytes;
+  }
+  return prepare_splitk_proj(step->operands, plan.splitk, &step->splitk);
+}
+
+Status issue_qkv_step(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
+                      const LayerBuffers& ws, const LayerPlan& plan, QkvStep& step, cudaStream_t stream,
+                      bool* programmatic) {
+  if (plan.qkv == QkvKernel::kSplitk) {
+    *programmatic = true;  // the split-K kernel lets its dependent launch early
+    return step.splitk.issue(kOp, stream);
+  }
+  return run_qkv_cublas(handle, c, t, ws, plan, step.operands, stream, programmatic);
+}
+
+HeadScatterParams cache_scatter(const Gemma3AttentionConfig& c, const QkvStep& step, const LayerBuffers& ws,
+                                const KvCache& cache) {
+  const int max_len = static_cast<int>(cache.k_cache.shape[2]), Hkv = static_cast<int>(c.num_kv_heads);
+  HeadScatterParams sp;
+  sp.qkv = ws.qkv;
+  sp.row_stride = step.operands.out_row_stride;
+  sp.parts = 2;
+  sp.part[0] = {static_cast<int>(step.operands.out[1] - ws.qkv), Hkv, static_cast<bf16*>(cache.k_cache.data), max_len,
+                true};
+  sp.part[1] = {static_cast<int>(step.operands.out[2] - ws.qkv), Hkv, static_cast<bf16*>(cache.v_cache.data), max_len,
+                true};
+  sp.lens = static_cast<const int*>(cache.cache_seqlens.data);
+  sp.batch = static_cast<int>(c.batch);
+  sp.seq_len = static_cast<int>(c.seq_len);
+  sp.head_dim = static_cast<int>(c.head_dim);
+  return sp;
+}
+
+void use_cache(const Gemma3AttentionConfig& c, const KvCache& cache, AttentionParams* ap) {
+  const int64_t D = c.head_dim, Hkv = c.num_kv_heads, max_len = cache.k_cache.shape[2];
+  ap->k = static_cast<const bf16*>(cache.k_cache.data);
+  ap->v = static_cast<const bf16*>(cache.v_cache.data);
+  ap->k_token_stride = ap->v_token_stride = D;
+  ap->k_head_stride = ap->v_head_stride = max_len * D;
+  ap->k_batch_stride = ap->v_batch_stride = Hkv * max_len * D;
+  ap->kv_lens = static_cast<const int*>(cache.cache_seqlens.data);
+  ap->kv_capacity = static_cast<int>(max_len);
+  // The window applies across cached and new keys (attention_params judged it by the new tokens alone).
+  if (c.mask_mode == GK_MASK_CAUSAL && c.sliding_window > 0 && c.sliding_window < cache.max_cached + c.seq_len) {
+    ap->mask_mode = MaskMode::kSliding;
+    ap->window = static_cast<int>(c.sliding_window);
+  }
+}
+
+Status plan_cached_attention(gk_handle_t handle, const AttentionParams& ap, int head_dim, int64_t max_keys,
+                             AttentionPlan* plan) {
+  // Few new tokens: the decode kernel, unless the sm80 kernel is pinned (then its cached form, as for longer calls).
+  const int64_t kv_heads = ap.num_q_heads / ap.group_size;
+  if (decode_applies(ap.seq_len) && int64_t(ap.batch) * kv_heads <= 65535 && handle->overrides.attention_kernel != 1) {
+    *plan = AttentionPlan{};
+    plan->kernel = AttentionKernel::kDecode;
+    plan->splits = decode_splits(ap.batch, kv_heads, ap.seq_len, ap.group_size, max_keys);
+    return Status::Ok();
+  }
+  detail::Overrides ov = handle->overrides;
+  ov.attention_kernel = 1;  // the cached form of the prefill kernels exists for the sm80 kernel only
+  return plan_attention(attention_shape(ap, head_dim), handle->device_info, ov, plan);
+}
+
+Status check_workspace_apart(const char* op, void* workspace, size_t workspace_bytes, const KvCache& cache) {
+  const int64_t elems = static_cast<int64_t>(workspace_bytes / 2);  // as bf16 elements
+  const gk_tensor view = gk_tensor_contiguous(workspace, GK_DTYPE_BF16, 1, &elems);
+  return detail::check_no_overlap(op, "workspace", view,
+                                  {{"k_cache", &cache.k_cache}, {"v_cache", &cache.v_cache},
+                                   {"cache_seqlens", &cache.cache_seqlens}});
+}
+
+Status run_o_projection(gk_handle_t handle, const Gemma3AttentionConfig& c, const LayerBuffers& ws,
+                        const void* o_proj_weight, void* out, cudaStream_t stream) {
+  const int64_t rows = c.batch * c.seq_len, width = c.num_q_heads * c.head_dim;
+  const detail::GemmShape shape{rows, c.hidden, width, width, width, c.hidden, detail::GemmKind::kBf16};
+  return handle->gemm.run("gemma3_attention: o projection", shape, ws.attn, o_proj_weight, out, ws.gemm_workspace,
+                          detail::kGemmWorkspaceBytes, stream);
+}
+
+}  // namespace gemma3
+
 Status gemma3_attention_workspace_size(const Gemma3AttentionConfig& config, size_t* bytes) {
   if (bytes == nullptr) return detail::error(GK_STATUS_INVALID_ARGUMENT, "%s: bytes is null", kOp);
   GK_RETURN_IF_ERROR(gemma3::check_config(config));
@@ -212,48 +311,68 @@ Status gemma3_attention_plan(gk_handle_t handle, const Gemma3AttentionConfig& c,
   return Status::Ok();
 }
 
-Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
-                                void* workspace, size_t workspace_bytes, gk_stream_t stream_in) {
-  GK_RETURN_IF_ERROR(gemma3_attention_check(c, t));
+namespace {
+
+// One call, with or without a key/value cache (checked by the caller). With one: the new tokens' k and v go into the
+// cache after the q|k|v step, and the attention (the sm80 kernel's cached form) reads keys and values from there.
+Status forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const KvCache* cache,
+               void* workspace, size_t workspace_bytes, gk_stream_t stream_in) {
   GK_RETURN_IF_ERROR(
       detail::check_call(kOp, handle, workspace, workspace_bytes, gemma3::carve_layer(c, nullptr).bytes));
   auto stream = reinterpret_cast<cudaStream_t>(stream_in);
   gemma3::LayerPlan plan;
   GK_RETURN_IF_ERROR(gemma3::plan_layer(c, t, handle->device_info, handle->overrides, &plan));
   const gemma3::LayerBuffers ws = gemma3::carve_layer(c, workspace);
-  const int64_t rows = c.batch * c.seq_len, D = c.head_dim, Hq = c.num_q_heads;
-  const uint64_t o_weight_bytes = uint64_t(c.hidden) * uint64_t(Hq * D) * sizeof(bf16) / 16 * 16;
+  const int64_t D = c.head_dim;
+  const uint64_t o_weight_bytes = uint64_t(c.hidden) * uint64_t(c.num_q_heads * D) * sizeof(bf16) / 16 * 16;
 
-  // Every launch of the fused steps is made before the first is issued (kernel_launch.hpp).
-  gemma3::ProjGemmOperands qkv = gemma3::qkv_operands(c, t, ws, plan.v_first);
-  detail::KernelLaunch qkv_launch;
-  if (plan.qkv == gemma3::QkvKernel::kSplitk) {
-    if (plan.o_prefetch == gemma3::OPrefetch::kProjection) {
-      qkv.l2_prefetch = t.o_proj_weight.data;
-      qkv.l2_prefetch_bytes = o_weight_bytes;
-    }
-    GK_RETURN_IF_ERROR(gemma3::prepare_splitk_proj(qkv, plan.splitk, &qkv_launch));
-  }
+  // Every launch of the fused steps is made before the first is issued (kernel_launch.hpp). With a cache the
+  // attention is not the projection's programmatic dependent: it asks for the O weights instead.
+  const bool projection_prefetch = plan.o_prefetch == gemma3::OPrefetch::kProjection && cache == nullptr;
+  gemma3::QkvStep qkv;
+  GK_RETURN_IF_ERROR(gemma3::prepare_qkv_step(c, t, ws, plan, projection_prefetch ? t.o_proj_weight.data : nullptr,
+                                              o_weight_bytes, &qkv));
   gemma3::AttentionParams ap = gemma3::attention_params(c, t, ws, plan.v_first);
-  if (plan.o_prefetch == gemma3::OPrefetch::kAttention) {
+  if (plan.o_prefetch == gemma3::OPrefetch::kAttention ||
+      (cache != nullptr && plan.o_prefetch == gemma3::OPrefetch::kProjection)) {
     ap.l2_prefetch = t.o_proj_weight.data;
     ap.l2_prefetch_bytes = o_weight_bytes;
+  }
+  detail::KernelLaunch cache_write;
+  if (cache != nullptr) {
+    GK_RETURN_IF_ERROR(gemma3::check_workspace_apart(kOp, workspace, workspace_bytes, *cache));
+    GK_RETURN_IF_ERROR(gemma3::prepare_head_scatter(kOp, gemma3::cache_scatter(c, qkv, ws, *cache), &cache_write));
+    gemma3::use_cache(c, *cache, &ap);
+    ap.decode_partial = ws.decode_partial;
+    GK_RETURN_IF_ERROR(gemma3::plan_cached_attention(handle, ap, static_cast<int>(D), cache->max_cached + c.seq_len,
+                                                     &plan.attention));
   }
   gemma3::AttentionLaunches attention;
   GK_RETURN_IF_ERROR(gemma3::prepare_attention(ap, static_cast<int>(D), plan.attention, &attention));
 
   bool attention_programmatic = false;
-  if (plan.qkv == gemma3::QkvKernel::kSplitk) {
-    GK_RETURN_IF_ERROR(qkv_launch.issue(kOp, stream));
-    attention_programmatic = true;  // it lets the attention launch early
-  } else {
-    GK_RETURN_IF_ERROR(run_qkv_cublas(handle, c, t, ws, plan, qkv, stream, &attention_programmatic));
+  GK_RETURN_IF_ERROR(gemma3::issue_qkv_step(handle, c, t, ws, plan, qkv, stream, &attention_programmatic));
+  if (cache != nullptr) {  // after the whole q|k|v step, and the attention after the whole write
+    GK_RETURN_IF_ERROR(cache_write.issue(kOp, stream));
+    attention_programmatic = false;
   }
   GK_RETURN_IF_ERROR(attention.issue(kOp, attention_programmatic, stream));
+  return gemma3::run_o_projection(handle, c, ws, t.o_proj_weight.data, t.out.data, stream);
+}
 
-  const detail::GemmShape o_shape{rows, c.hidden, Hq * D, Hq * D, Hq * D, c.hidden, detail::GemmKind::kBf16};
-  return handle->gemm.run("gemma3_attention: o projection", o_shape, ws.attn, t.o_proj_weight.data, t.out.data,
-                          ws.gemm_workspace, detail::kGemmWorkspaceBytes, stream);
+}  // namespace
+
+Status gemma3_attention_forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
+                                void* workspace, size_t workspace_bytes, gk_stream_t stream) {
+  GK_RETURN_IF_ERROR(gemma3_attention_check(c, t));
+  return forward(handle, c, t, nullptr, workspace, workspace_bytes, stream);
+}
+
+Status gemma3_attention_forward_cached(gk_handle_t handle, const Gemma3AttentionConfig& c,
+                                       const Gemma3AttentionTensors& t, const KvCache& cache, void* workspace,
+                                       size_t workspace_bytes, gk_stream_t stream) {
+  GK_RETURN_IF_ERROR(gemma3_attention_check_cached(c, t, cache));
+  return forward(handle, c, t, &cache, workspace, workspace_bytes, stream);
 }
 
 }  // namespace gk

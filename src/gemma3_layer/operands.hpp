@@ -19,11 +19,15 @@ struct LayerBuffers {
   void* gemm_workspace = nullptr;
   void* mask_tiles = nullptr;  // additive mode: the attention's per-call tile lists
   size_t mask_tile_bytes = 0;
+  float* decode_partial = nullptr;  // a decode-sized call (decode_plan.hpp): the splits' partial outputs
   size_t bytes = 0;
 };
 
-// The workspace carved for `c` from `base` (null: sizes only).
-LayerBuffers carve_layer(const Gemma3AttentionConfig& c, void* base);
+// Which steps a workspace serves: the whole layer, or one of its two halves as separate calls (split_ops.cpp).
+enum class LayerSteps { kAll, kQkv, kAttend };
+
+// The workspace carved for `c` from `base` (null: sizes only). kQkv has no attn, kAttend no qkv buffer.
+LayerBuffers carve_layer(const Gemma3AttentionConfig& c, void* base, LayerSteps steps = LayerSteps::kAll);
 
 // The q|k|v projection into the packed rows, q and k normed and rotated; v's heads before k's with `v_first`.
 ProjGemmOperands qkv_operands(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const LayerBuffers& ws,

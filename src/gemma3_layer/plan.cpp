@@ -25,9 +25,9 @@ constexpr uintptr_t kMaxBatchDistance = uintptr_t(1) << 40;
 
 }  // namespace
 
-Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const detail::DeviceInfo& dev,
-                  const detail::Overrides& ov, LayerPlan* plan) {
-  LayerPlan p;
+void plan_qkv_step(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const detail::DeviceInfo& dev,
+                   const detail::Overrides& ov, LayerPlan* plan) {
+  LayerPlan& p = *plan;
   const int64_t rows = c.batch * c.seq_len, D = c.head_dim, Hq = c.num_q_heads, Hkv = c.num_kv_heads;
   // Sizes and alignment only: any 256-byte aligned base gives the workspace's alignment.
   const LayerBuffers ws = carve_layer(c, reinterpret_cast<void*>(detail::WorkspaceCarver::kAlign));
@@ -57,7 +57,21 @@ Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& 
     p.kv_batched = kv_batch_ok && kv_distance > 0 && kv_distance < kMaxBatchDistance;
     if (p.kv_batched) p.kv_batch_stride = static_cast<int64_t>(kv_distance / 2);  // bf16 elements
   }
+  p.chosen.qkv = p.qkv == QkvKernel::kSplitk ? 0 : 1;
+  p.chosen.kv_gemm = kv_batch_ok ? 0 : 1;
+}
 
+bool attend_prefetches_o(const Gemma3AttentionConfig& c, const detail::Overrides& ov) {
+  if (ov.o_prefetch == detail::kAuto) return c.batch * c.seq_len <= kPrefetchMaxRows;
+  return ov.o_prefetch != static_cast<int8_t>(OPrefetch::kNone);
+}
+
+Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const detail::DeviceInfo& dev,
+                  const detail::Overrides& ov, LayerPlan* plan) {
+  LayerPlan p;
+  plan_qkv_step(c, t, dev, ov, &p);
+  const int64_t rows = c.batch * c.seq_len, D = c.head_dim;
+  const LayerBuffers ws = carve_layer(c, reinterpret_cast<void*>(detail::WorkspaceCarver::kAlign));
   const bool splitk = p.qkv == QkvKernel::kSplitk;
   if (ov.o_prefetch == detail::kAuto) {
     p.o_prefetch = rows > kPrefetchMaxRows ? OPrefetch::kNone
@@ -70,8 +84,6 @@ Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& 
   GK_RETURN_IF_ERROR(plan_attention(attention_shape(attention_params(c, t, ws, p.v_first), static_cast<int>(D)), dev,
                                     ov, &p.attention));
 
-  p.chosen.qkv = splitk ? 0 : 1;
-  p.chosen.kv_gemm = kv_batch_ok ? 0 : 1;
   p.chosen.o_prefetch = static_cast<int8_t>(p.o_prefetch);
   record_attention_choices(p.attention, &p.chosen);
   *plan = p;

@@ -31,6 +31,12 @@ struct LayerPlan {
   detail::Overrides chosen;             // the choices above as override values (the plan's printable form)
 };
 
+// The q|k|v step's part of a plan alone (qkv, splitk, v_first, qkv_one_gemm, kv_batched and their choices).
+void plan_qkv_step(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const detail::DeviceInfo& dev,
+                   const detail::Overrides& ov, LayerPlan* plan);
+// gk_gemma3_attend: whether its attention asks L2 for W_o ahead of the O projection (the layer's rule; a pin of
+// either asker means this one).
+bool attend_prefetches_o(const Gemma3AttentionConfig& c, const detail::Overrides& ov);
 GK_INTERNAL_API Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
                                   const detail::DeviceInfo& dev, const detail::Overrides& ov, LayerPlan* plan);
 

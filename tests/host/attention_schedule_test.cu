@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attention/attention_plan.hpp"
+#include "attention/decode_plan.hpp"
 #include "attention/tile_scheduler.cuh"
 #include "attention/tail_packing.hpp"
 
@@ -133,6 +134,102 @@ TEST(AttentionSchedule, SlidingWindowEveryRowMeetsItsBandOnce) {
 
 TEST(AttentionSchedule, NoMaskEveryRowMeetsEveryKeyTileOnce) {
   for (const Grid& g : grids()) check_grid<MaskMode::kNone>(g);
+}
+
+}  // namespace
+
+namespace {
+
+// The sm80 kernel's cached form (64-row blocks, 64-key tiles): the new query row i of batch b sits at position
+// kv_lens[b] + i among kv_lens[b] + S keys. Every key tile holding a key the row sees is met exactly once; any other
+// visited tile at most once (its keys masked for that row); none past the keys' end.
+template <MaskMode kMask>
+void check_cached(int batch, int seq_len, const std::vector<int>& lens, int window) {
+  constexpr int kB = 64;
+  constexpr bool kCausal = kMask != MaskMode::kNone;
+  AttentionParams p{};
+  p.batch = batch;
+  p.seq_len = seq_len;
+  p.num_q_heads = 2;
+  p.group_size = 1;
+  p.num_m_blocks = (seq_len + kB - 1) / kB;
+  p.num_tiles = p.num_m_blocks * batch * p.num_q_heads;
+  p.window = window;
+  p.kv_lens = lens.data();
+  p.kv_capacity = 1 << 20;
+  const std::string where = "S " + std::to_string(seq_len) + " window " + std::to_string(window);
+  for (int w = 0; w < p.num_tiles; ++w) {
+    const TileCoord t = gk::gemma3::tile_coord<kMask, kB, kB, false, true>(p, w);
+    ASSERT_EQ(t.p0, lens[t.b]) << where;
+    ASSERT_EQ(t.key_len, lens[t.b] + seq_len) << where;
+    std::vector<int> seen((t.key_len + kB - 1) / kB, 0);
+    for (int i = 0; i < t.n_blocks; ++i) {
+      const int n0 = gk::gemma3::key_tile<kMask, kB>(t, i, 0).n0;
+      ASSERT_EQ(n0 % kB, 0) << where;
+      ASSERT_LT(n0, t.key_len) << where << ": a tile past the keys";
+      ++seen[n0 / kB];
+    }
+    for (int r = 0; r < kB && t.m0 + r < seq_len; ++r) {
+      const int pos = t.p0 + t.m0 + r;
+      for (int k = 0; k < int(seen.size()); ++k) {
+        bool sees = false;  // any key of tile k visible from pos
+        for (int j = k * kB; j < std::min((k + 1) * kB, t.key_len) && !sees; ++j) {
+          sees = (!kCausal || j <= pos) && (window == 0 || pos - j < window);
+        }
+        if (sees) {
+          ASSERT_EQ(seen[k], 1) << where << ": batch " << t.b << " pos " << pos << " key tile " << k;
+        } else {
+          ASSERT_LE(seen[k], 1) << where << ": batch " << t.b << " pos " << pos << " key tile " << k;
+        }
+      }
+    }
+  }
+}
+
+TEST(AttentionSchedule, CachedRowsMeetTheirKeysOnce) {
+  const std::vector<int> lens = {0, 1, 63, 64, 100, 4097};
+  for (int s : {1, 7, 64, 65, 130}) {
+    check_cached<MaskMode::kCausal>(int(lens.size()), s, lens, 0);
+    check_cached<MaskMode::kNone>(int(lens.size()), s, lens, 0);
+    for (int window : {1, 50, 64, 129, 1024}) check_cached<MaskMode::kSliding>(int(lens.size()), s, lens, window);
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// The decode kernel's splits: for every range of keys a sequence's rows see and every split count, the splits'
+// tile runs are disjoint, in order, and cover exactly the tiles from the one holding the first key to the one
+// holding the last.
+TEST(DecodeSchedule, SplitsCoverTheKeyRangeOnce) {
+  using gk::gemma3::decode_range;
+  using gk::gemma3::kDecodeKeys;
+  for (int key_len : {1, 2, 63, 64, 65, 1000, 4113, 32768}) {
+    for (int lo : {0, 1, 63, 64, 500, 4000}) {
+      if (lo >= key_len) continue;
+      for (int splits : {1, 2, 3, 7, 33, 128}) {
+        int next = 0;
+        int lo_tile = -1;
+        for (int z = 0; z < splits; ++z) {
+          const auto r = decode_range(lo, key_len, splits, z);
+          lo_tile = r.lo_tile;
+          ASSERT_LE(r.t0, r.t1);
+          if (r.t0 == r.t1) continue;
+          ASSERT_EQ(r.t0, next) << key_len << " " << lo << " " << splits << " " << z;
+          next = r.t1;
+        }
+        ASSERT_EQ(lo_tile, lo / kDecodeKeys);
+        ASSERT_EQ(lo_tile + next, (key_len + kDecodeKeys - 1) / kDecodeKeys) << key_len << " " << lo << " " << splits;
+      }
+    }
+  }
+  // The planner: no more splits than key tiles, enough CTAs for the target, a workspace for the most it may take.
+  EXPECT_EQ(gk::gemma3::decode_splits(1, 8, 1, 3, 8193), 33);
+  EXPECT_EQ(gk::gemma3::decode_splits(1, 8, 1, 3, 100), 2);
+  EXPECT_EQ(gk::gemma3::decode_splits(64, 8, 1, 3, 2049), 1);
+  EXPECT_EQ(gk::gemma3::decode_scratch_bytes(1, 64, 24, 1, 128), 0u);
+  EXPECT_EQ(gk::gemma3::decode_scratch_bytes(33, 1, 24, 1, 128), size_t(33) * 24 * 130 * 4);
 }
 
 }  // namespace

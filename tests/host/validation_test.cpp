@@ -359,3 +359,172 @@ TEST(PublicApi, TensorHelperAndStatusStrings) {
 }
 
 }  // namespace
+
+namespace {
+
+// A call with a key/value cache: the layer's call plus caches of max_len 1024 and the lengths.
+struct CachedCall : Gemma3Call {
+  gk_kv_cache cache{};
+  CachedCall() {
+    c.seq_len = 1;  // a decode step
+    refresh();
+    cache.k_cache = make(12, GK_DTYPE_BF16, {c.batch, c.num_kv_heads, 1024, c.head_dim});
+    cache.v_cache = make(13, GK_DTYPE_BF16, {c.batch, c.num_kv_heads, 1024, c.head_dim});
+    cache.cache_seqlens = make(14, GK_DTYPE_I32, {c.batch});
+    cache.max_cached = 1023;
+  }
+  gk_status check() { return gk_gemma3_attention_check_cached(&c, &t, &cache); }
+};
+
+TEST(Gemma3Cached, ValidCallsPass) {
+  CachedCall call;
+  EXPECT_EQ(call.check(), GK_STATUS_SUCCESS) << gk_last_error_message();
+  call.c.sliding_window = 512;  // a local layer
+  EXPECT_EQ(call.check(), GK_STATUS_SUCCESS) << gk_last_error_message();
+  call.c.mask_mode = GK_MASK_NONE;
+  call.c.sliding_window = 0;
+  EXPECT_EQ(call.check(), GK_STATUS_SUCCESS) << gk_last_error_message();
+}
+
+TEST(Gemma3Cached, RejectsWhatItCannotTakeWithItsReason) {
+  const auto expect = [](CachedCall call, gk_status code, const char* part) {
+    EXPECT_EQ(call.check(), code) << part;
+    EXPECT_NE(std::string(gk_last_error_message()).find(part), std::string::npos) << gk_last_error_message();
+  };
+  {
+    CachedCall x;
+    x.cache.max_cached = 1024;  // 1024 cached + 1 new in 1024 slots
+    expect(x, GK_STATUS_INVALID_ARGUMENT, "max_cached 1024 + seq_len 1 do not fit");
+  }
+  {
+    CachedCall x;
+    x.cache.max_cached = -1;
+    expect(x, GK_STATUS_INVALID_ARGUMENT, "max_cached -1");
+  }
+  {
+    CachedCall x;
+    x.c.mask_mode = GK_MASK_ADDITIVE;
+    expect(x, GK_STATUS_NOT_SUPPORTED, "not additive");
+  }
+  {
+    CachedCall x;
+    x.cache.cache_seqlens.dtype = GK_DTYPE_F32;
+    expect(x, GK_STATUS_INVALID_ARGUMENT, "cache_seqlens: dtype is f32, expected i32");
+  }
+  {
+    CachedCall x;
+    x.cache.v_cache = make(13, GK_DTYPE_BF16, {x.c.batch, x.c.num_kv_heads, 512, x.c.head_dim});
+    expect(x, GK_STATUS_INVALID_ARGUMENT, "v_cache");
+  }
+  {
+    CachedCall x;
+    x.cache.k_cache = make(12, GK_DTYPE_BF16, {x.c.batch, x.c.num_kv_heads + 1, 1024, x.c.head_dim});
+    expect(x, GK_STATUS_INVALID_ARGUMENT, "k_cache");
+  }
+  {
+    CachedCall x;
+    x.cache.v_cache = x.cache.k_cache;  // one allocation for both
+    expect(x, GK_STATUS_INVALID_ARGUMENT, "overlap");
+  }
+  {
+    CachedCall x;
+    x.cache.k_cache.ndim = 3;
+    expect(x, GK_STATUS_INVALID_ARGUMENT, "k_cache must be [B, num_kv_heads, max_len, head_dim]");
+  }
+  EXPECT_EQ(gk_gemma3_attention_check_cached(nullptr, nullptr, nullptr), GK_STATUS_INVALID_ARGUMENT);
+}
+
+// The split calls: qkv with plain outputs or into a cache, attend over a cache.
+struct SplitCall : CachedCall {
+  gk_gemma3_qkv_tensors q{};
+  gk_gemma3_attend_tensors a{};
+  SplitCall() {
+    const int64_t B = c.batch, S = c.seq_len, D = c.head_dim;
+    q = {t.hidden_states, t.cos, t.sin, t.q_proj_weight, t.k_proj_weight, t.v_proj_weight, t.q_norm_weight,
+         t.k_norm_weight, make(15, GK_DTYPE_BF16, {B, c.num_q_heads, S, D}),
+         make(16, GK_DTYPE_BF16, {B, c.num_kv_heads, S, D}), make(17, GK_DTYPE_BF16, {B, c.num_kv_heads, S, D})};
+    a = {q.q_out, t.o_proj_weight, t.out};
+  }
+};
+
+TEST(Gemma3Split, ValidCallsPass) {
+  SplitCall call;
+  EXPECT_EQ(gk_gemma3_qkv_check(&call.c, &call.q, nullptr), GK_STATUS_SUCCESS) << gk_last_error_message();
+  EXPECT_EQ(gk_gemma3_qkv_check(&call.c, &call.q, &call.cache), GK_STATUS_SUCCESS) << gk_last_error_message();
+  call.q.k_out = call.q.v_out = gk_tensor{};  // not read with a cache
+  EXPECT_EQ(gk_gemma3_qkv_check(&call.c, &call.q, &call.cache), GK_STATUS_SUCCESS) << gk_last_error_message();
+  EXPECT_EQ(gk_gemma3_attend_check(&call.c, &call.a, &call.cache), GK_STATUS_SUCCESS) << gk_last_error_message();
+  call.c.sliding_window = 512;
+  EXPECT_EQ(gk_gemma3_attend_check(&call.c, &call.a, &call.cache), GK_STATUS_SUCCESS) << gk_last_error_message();
+  size_t qkv_bytes = 0, attend_bytes = 0, layer_bytes = 0;
+  ASSERT_EQ(gk_gemma3_qkv_workspace_size(&call.c, &qkv_bytes), GK_STATUS_SUCCESS);
+  ASSERT_EQ(gk_gemma3_attend_workspace_size(&call.c, &attend_bytes), GK_STATUS_SUCCESS);
+  ASSERT_EQ(gk_gemma3_attention_workspace_size(&call.c, &layer_bytes), GK_STATUS_SUCCESS);
+  EXPECT_LT(qkv_bytes, layer_bytes);
+  EXPECT_LT(attend_bytes, layer_bytes);
+}
+
+TEST(Gemma3Split, RejectsWhatItCannotTakeWithItsReason) {
+  const auto expect = [](gk_status got, gk_status code, const char* part) {
+    EXPECT_EQ(got, code) << part;
+    EXPECT_NE(std::string(gk_last_error_message()).find(part), std::string::npos) << gk_last_error_message();
+  };
+  {
+    SplitCall x;  // without a cache, k and v need their outputs
+    x.q.k_out = gk_tensor{};
+    expect(gk_gemma3_qkv_check(&x.c, &x.q, nullptr), GK_STATUS_INVALID_ARGUMENT, "gemma3_qkv: k_out");
+  }
+  {
+    SplitCall x;  // q in the [B, S, H, D] order instead of [B, H, S, D]
+    x.c.seq_len = 5;
+    x.refresh();
+    x.q.hidden_states = x.t.hidden_states;
+    x.q.cos = x.t.cos;
+    x.q.sin = x.t.sin;
+    x.q.q_out = make(15, GK_DTYPE_BF16, {x.c.batch, 5, x.c.num_q_heads, x.c.head_dim});
+    expect(gk_gemma3_qkv_check(&x.c, &x.q, nullptr), GK_STATUS_INVALID_ARGUMENT, "gemma3_qkv: q_out");
+  }
+  {
+    SplitCall x;
+    x.q.v_out = x.q.k_out;
+    expect(gk_gemma3_qkv_check(&x.c, &x.q, nullptr), GK_STATUS_INVALID_ARGUMENT, "overlap");
+  }
+  {
+    SplitCall x;  // the new k written over the activations it is computed from
+    x.cache.k_cache = make(1, GK_DTYPE_BF16, {x.c.batch, x.c.num_kv_heads, 1024, x.c.head_dim});
+    expect(gk_gemma3_qkv_check(&x.c, &x.q, &x.cache), GK_STATUS_INVALID_ARGUMENT, "overlap");
+  }
+  {
+    SplitCall x;
+    x.c.head_dim = 64;
+    expect(gk_gemma3_qkv_check(&x.c, &x.q, nullptr), GK_STATUS_NOT_SUPPORTED, "gemma3_qkv: head_dim 64");
+  }
+  {
+    SplitCall x;
+    x.c.mask_mode = GK_MASK_ADDITIVE;
+    expect(gk_gemma3_attend_check(&x.c, &x.a, &x.cache), GK_STATUS_NOT_SUPPORTED, "gemma3_attend");
+  }
+  {
+    SplitCall x;
+    x.cache.max_cached = 1024;
+    expect(gk_gemma3_attend_check(&x.c, &x.a, &x.cache), GK_STATUS_INVALID_ARGUMENT, "do not fit");
+  }
+  {
+    SplitCall x;  // the output over the cache it reads
+    x.a.out = make(12, GK_DTYPE_BF16, {x.c.batch, x.c.seq_len, x.c.hidden});
+    expect(gk_gemma3_attend_check(&x.c, &x.a, &x.cache), GK_STATUS_INVALID_ARGUMENT, "overlap");
+  }
+  {
+    SplitCall x;
+    x.a.query = make(15, GK_DTYPE_F16, {x.c.batch, x.c.num_q_heads, x.c.seq_len, x.c.head_dim});
+    expect(gk_gemma3_attend_check(&x.c, &x.a, &x.cache), GK_STATUS_INVALID_ARGUMENT, "query: dtype");
+  }
+  SplitCall x;
+  expect(gk_gemma3_attend_check(&x.c, &x.a, nullptr), GK_STATUS_INVALID_ARGUMENT, "cache is null");
+  expect(gk_gemma3_qkv_forward(nullptr, &x.c, &x.q, nullptr, fake_ptr(20), 1 << 30, nullptr),
+         GK_STATUS_INVALID_ARGUMENT, "gemma3_qkv");
+  expect(gk_gemma3_attend_forward(nullptr, &x.c, &x.a, &x.cache, fake_ptr(20), 1 << 30, nullptr),
+         GK_STATUS_INVALID_ARGUMENT, "gemma3_attend");
+}
+
+}  // namespace

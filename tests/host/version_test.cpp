@@ -23,8 +23,11 @@ TEST(Version, AbiDescribesTheStructs) {
   EXPECT_EQ(gk_abi_struct_size(GK_ABI_GEMMA3_TENSORS), sizeof(gk_gemma3_attention_tensors));
   EXPECT_EQ(gk_abi_struct_size(GK_ABI_AUDIO_CONFIG), sizeof(gk_audio_qkv_config));
   EXPECT_EQ(gk_abi_struct_size(GK_ABI_AUDIO_TENSORS), sizeof(gk_audio_qkv_tensors));
+  EXPECT_EQ(gk_abi_struct_size(GK_ABI_KV_CACHE), sizeof(gk_kv_cache));
   EXPECT_EQ(gk_abi_struct_size(-1), 0u);
-  EXPECT_EQ(gk_abi_struct_size(5), 0u);
+  EXPECT_EQ(gk_abi_struct_size(GK_ABI_GEMMA3_QKV_TENSORS), sizeof(gk_gemma3_qkv_tensors));
+  EXPECT_EQ(gk_abi_struct_size(GK_ABI_GEMMA3_ATTEND_TENSORS), sizeof(gk_gemma3_attend_tensors));
+  EXPECT_EQ(gk_abi_struct_size(8), 0u);
 }
 
 }  // namespace

@@ -136,7 +136,7 @@ def test_local_layer_takes_the_window_without_a_mask_tensor():
 
 def test_what_it_cannot_take_is_named_once():
     """Modules it can never take stay unswitched and one warning names them (head_dim 96 here); a switched module
-    whose call it cannot take (a KV cache) runs its own forward and warns once per reason."""
+    whose call it cannot take (a padded batch with a KV cache) runs its own forward and warns once per reason."""
     import warnings
 
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
@@ -153,11 +153,13 @@ def test_what_it_cannot_take_is_named_once():
     ids = torch.randint(0, model.config.vocab_size, (1, 40), device="cuda", generator=torch.Generator("cuda").manual_seed(4))
     with torch.no_grad():
         assert use_gemma_kernels(model) == 2
-        with pytest.warns(UserWarning, match="runs its own forward: a KV cache"):
-            model(ids, use_cache=True)
+        padded = torch.ones_like(ids)
+        padded[:, :3] = 0  # left padding
+        with pytest.warns(UserWarning, match="runs its own forward: a padded batch"):
+            model(ids, attention_mask=padded, use_cache=True)
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # said once already: silent now
-            model(ids, use_cache=True)
+            model(ids, attention_mask=padded, use_cache=True)
         assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [0, 0]
         restore(model)
 
@@ -173,25 +175,33 @@ MODELS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
-def test_every_layer_of_the_released_models_takes_the_fused_path(name):
+def released_like(name, window=None):
+    """A random-weight two-layer model (local, global) with a released model's attention (MODELS[name]); `window`
+    replaces its sliding window."""
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
-    hidden, hq, hkv, d, window, qpas = MODELS[name]
+    hidden, hq, hkv, d, model_window, qpas = MODELS[name]
     torch.manual_seed(0)
     cfg = Gemma3TextConfig(
         vocab_size=2048, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=2,
         num_attention_heads=hq, num_key_value_heads=hkv, head_dim=d, query_pre_attn_scalar=qpas,
-        attn_logit_softcapping=None, sliding_window=window, layer_types=["sliding_attention", "full_attention"],
-        max_position_embeddings=4096)
+        attn_logit_softcapping=None, sliding_window=window or model_window,
+        layer_types=["sliding_attention", "full_attention"], max_position_embeddings=4096)
     cfg._attn_implementation = "eager"
     model = Gemma3ForCausalLM(cfg).to(device="cuda", dtype=torch.bfloat16).eval()
     with torch.no_grad():
         for layer in model.model.layers:
             layer.self_attn.q_norm.weight.normal_(0.0, 0.3)
             layer.self_attn.k_norm.weight.normal_(0.0, 0.3)
-        ids = torch.randint(0, cfg.vocab_size, (1, window + 300), device="cuda",
-                            generator=torch.Generator("cuda").manual_seed(5))
+    return model
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_layer_of_the_released_models_takes_the_fused_path(name):
+    model = released_like(name)
+    window = MODELS[name][4]
+    with torch.no_grad():
+        ids = torch.randint(0, 2048, (1, window + 300), device="cuda", generator=torch.Generator("cuda").manual_seed(5))
         ref = model(ids, use_cache=False).logits
         assert use_gemma_kernels(model) == 2
         ours = model(ids, use_cache=False).logits
@@ -199,6 +209,41 @@ def test_every_layer_of_the_released_models_takes_the_fused_path(name):
         restore(model)
     stats = compare(ours, ref)
     print(f"HF Gemma3 {name} logits (local + global layer): {stats}")
+    assert torch.isfinite(ours).all()
+    assert stats["rel_l2"] < 1.5e-2, stats
+    assert stats["top1_agree"] >= 0.99, stats
+
+
+@pytest.mark.parametrize("cache", ["dynamic", "static", "static-compiled"])
+@pytest.mark.parametrize("name", ["27b", "1b"])
+def test_generate_runs_every_step_through_the_library(name, cache):
+    """generate() of 64 tokens after a 40-token prompt (batch 2) with each cache type, on a released model's
+    attention (27B: head_dim 128; 1B: 256) with a local layer of window 48 (so the window cuts during decode) and a
+    global one: every step of every layer takes the library (no fallback, no warning), and the per-step logits agree
+    with the stock model's, teacher-forced on the same tokens (the stock model once over the whole sequence)."""
+    import warnings
+
+    model = released_like(name, window=48)
+    prompt, new = 40, 64
+    ids = torch.randint(0, 2048, (2, prompt), device="cuda", generator=torch.Generator("cuda").manual_seed(5))
+    # A static cache makes generate() compile the decode step unless told not to: both ways.
+    extra = {"dynamic": {}, "static": dict(cache_implementation="static", disable_compile=True),
+             "static-compiled": dict(cache_implementation="static")}[cache]
+    with torch.no_grad():
+        assert use_gemma_kernels(model) == 2
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = model.generate(ids, max_new_tokens=new, min_new_tokens=new, do_sample=False,
+                                 return_dict_in_generate=True, output_logits=True, **extra)
+        ours_warned = [str(w.message) for w in caught if "gemma_kernels" in str(w.message)]
+        assert not ours_warned, ours_warned  # a fallback would warn
+        assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [new, new]
+        assert restore(model) == 2
+        ours = torch.stack(out.logits, dim=1)  # [B, new, vocab]
+        full = model(out.sequences, use_cache=False).logits
+    ref = full[:, prompt - 1:prompt - 1 + new]
+    stats = compare(ours, ref)
+    print(f"HF generate, {name}, {cache} cache, 64 steps: {stats}")
     assert torch.isfinite(ours).all()
     assert stats["rel_l2"] < 1.5e-2, stats
     assert stats["top1_agree"] >= 0.99, stats

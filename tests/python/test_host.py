@@ -206,3 +206,35 @@ def test_solexecbench_without_sources_says_so_in_one_line_and_writes_nothing(tmp
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and "is not a gemma-kernels source tree" in r.stderr, r.stderr
     assert not out.exists()
+
+
+def cache_for(cfg, max_len=64, max_cached=60, base=40):
+    bf = _lib.DTYPE_BF16
+    shape = (cfg.batch, cfg.num_kv_heads, max_len, cfg.head_dim)
+    return _lib.KvCache(k_cache=_lib.make_tensor(FAKE * base, bf, shape),
+                        v_cache=_lib.make_tensor(FAKE * (base + 1), bf, shape),
+                        cache_seqlens=_lib.make_tensor(FAKE * (base + 2), _lib.DTYPE_I32, (cfg.batch,)),
+                        max_cached=max_cached)
+
+
+def test_cached_and_split_calls_go_through_the_ctypes_declarations():
+    lib = _lib.library()
+    cfg, t = gemma3_call(s=4)
+    cache = cache_for(cfg)
+    _lib.check(lib.gk_gemma3_attention_check_cached(ctypes.byref(cfg), ctypes.byref(t), ctypes.byref(cache)))
+    b, s, d, hq, hkv = cfg.batch, cfg.seq_len, cfg.head_dim, cfg.num_q_heads, cfg.num_kv_heads
+    bf = _lib.DTYPE_BF16
+    q = _lib.Gemma3QkvTensors(t.hidden_states, t.cos, t.sin, t.q_proj_weight, t.k_proj_weight, t.v_proj_weight,
+                              t.q_norm_weight, t.k_norm_weight, _lib.make_tensor(FAKE * 50, bf, (b, hq, s, d)),
+                              _lib.make_tensor(FAKE * 51, bf, (b, hkv, s, d)),
+                              _lib.make_tensor(FAKE * 52, bf, (b, hkv, s, d)))
+    _lib.check(lib.gk_gemma3_qkv_check(ctypes.byref(cfg), ctypes.byref(q), None))
+    _lib.check(lib.gk_gemma3_qkv_check(ctypes.byref(cfg), ctypes.byref(q), ctypes.byref(cache)))
+    a = _lib.Gemma3AttendTensors(q.q_out, t.o_proj_weight, t.out)
+    _lib.check(lib.gk_gemma3_attend_check(ctypes.byref(cfg), ctypes.byref(a), ctypes.byref(cache)))
+    cache.max_cached = 61  # 61 + 4 new tokens in 64 slots
+    with pytest.raises(_lib.GkValueError, match="gemma3_attend: the cache holds 64 tokens"):
+        _lib.check(lib.gk_gemma3_attend_check(ctypes.byref(cfg), ctypes.byref(a), ctypes.byref(cache)))
+    size = ctypes.c_size_t()
+    _lib.check(lib.gk_gemma3_attend_workspace_size(ctypes.byref(cfg), ctypes.byref(size)))
+    assert size.value > 0

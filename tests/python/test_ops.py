@@ -169,3 +169,64 @@ def test_errors_carry_the_library_message():
         gemma_kernels.audio_qkv(*audio_args(a), precision="fp64")
     with pytest.raises(ValueError, match="hidden_states"):
         gemma_kernels.audio_qkv(a["x"].to(BF16), *audio_args(a)[1:])
+
+
+# ---- key/value cache: the cached layer and the split ops -----------------------------------------------------
+def test_incremental_calls_equal_the_full_sequence_layer():
+    """A 37-token prompt and then 1, 1 and 2 new tokens per call, through the fused cached op (StaticCache layout),
+    the split ops writing the cache, and the split ops with the caller's own cache (k/v concatenated, as a
+    DynamicCache holds them): each call's output equals the full 41-token layer's rows for those tokens."""
+    b, total, chunks = 2, 41, (37, 1, 1, 2)
+    t = small_gemma3(seed=7, b=b, s=total)
+    cfg = dict(SMALL_047)
+    ref = gemma3_layer(t["x"], t["cos"], t["sin"], t["mask"], t["wq"], t["wk"], t["wv"], t["wo"], t["qn"], t["kn"], cfg)
+    hkv, d = cfg["num_kv_heads"], cfg["head_dim"]
+    static = [torch.zeros(b, hkv, 64, d, dtype=BF16, device="cuda") for _ in range(2)]
+    split = [torch.zeros(b, hkv, 64, d, dtype=BF16, device="cuda") for _ in range(2)]
+    own_k = own_v = None
+    lens = torch.zeros(b, dtype=torch.int32, device="cuda")
+    start = 0
+    for n in chunks:
+        rows = slice(start, start + n)
+        x, cos, sin = (t[k][:, rows].contiguous() for k in ("x", "cos", "sin"))
+        weights = (t["wq"], t["wk"], t["wv"])
+        outs = {}
+        outs["fused"] = torch.empty(b, n, cfg["hidden"], dtype=BF16, device="cuda")
+        ops.gemma3_attention_cached_out(x, cos, sin, *weights, t["wo"], t["qn"], t["kn"], static[0], static[1], lens,
+                                        outs["fused"], start, softcap=50.0)
+        q = torch.empty(b, cfg["num_q_heads"], n, d, dtype=BF16, device="cuda")
+        ops.gemma3_qkv_cached_out(x, cos, sin, *weights, t["qn"], t["kn"], q, split[0], split[1], lens, start)
+        outs["split, cache written by qkv"] = gemma_kernels.gemma3_attend(q, split[0], split[1], lens, t["wo"], start,
+                                                                          softcap=50.0)
+        q2, k, v = gemma_kernels.gemma3_qkv(x, cos, sin, *weights, t["qn"], t["kn"])
+        assert torch.equal(q2, q)
+        own_k = k if own_k is None else torch.cat([own_k, k], dim=2)
+        own_v = v if own_v is None else torch.cat([own_v, v], dim=2)
+        outs["split, caller's cache"] = gemma_kernels.gemma3_attend(q2, own_k, own_v, lens, t["wo"], start,
+                                                                    softcap=50.0)
+        for name, out in outs.items():
+            j = judge(out, ref[:, rows], 0.05, 0.05)
+            assert j["pass"], (name, start, n, j)
+        assert torch.equal(outs["split, cache written by qkv"], outs["fused"])
+        assert torch.equal(static[0][:, :, :start + n], own_k) and torch.equal(static[1][:, :, :start + n], own_v)
+        lens += n
+        start += n
+
+
+def test_opcheck_split_ops():
+    t = small_gemma3(b=2, s=5)
+    args = (t["x"], t["cos"], t["sin"], t["wq"], t["wk"], t["wv"], t["qn"], t["kn"])
+    torch.library.opcheck(ops.gemma3_qkv.default, args)
+    q, k, v = gemma_kernels.gemma3_qkv(*args)
+    lens = torch.zeros(2, dtype=torch.int32, device="cuda")
+    torch.library.opcheck(ops.gemma3_attend.default, (q, k, v, lens, t["wo"], 0), dict(softcap=50.0))
+
+
+def test_cache_errors_carry_the_library_message():
+    t = small_gemma3(b=2, s=5)
+    q, k, v = gemma_kernels.gemma3_qkv(t["x"], t["cos"], t["sin"], t["wq"], t["wk"], t["wv"], t["qn"], t["kn"])
+    lens = torch.zeros(2, dtype=torch.int32, device="cuda")
+    with pytest.raises(ValueError, match="max_cached 1 \\+ seq_len 5 do not fit"):
+        gemma_kernels.gemma3_attend(q, k, v, lens, t["wo"], 1)
+    with pytest.raises(ValueError, match="cache_seqlens: dtype"):
+        gemma_kernels.gemma3_attend(q, k, v, lens.long(), t["wo"], 0)

@@ -1,0 +1,47 @@
+// The layer's steps, as the fused call (layer.cpp) and the two split calls (split_ops.cpp) run them: the q|k|v step,
+// the heads' scatter out of the packed rows, the attention over a key/value cache, the O projection. Host code.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "attention/attention.hpp"
+#include "common/kernel_launch.hpp"
+#include "gemma3_layer/head_scatter.hpp"
+#include "gemma3_layer/operands.hpp"
+#include "gemma3_layer/plan.hpp"
+#include "gk/gk.hpp"
+
+namespace gk::gemma3 {
+
+// The q|k|v step, prepared: the packed rows' operands and, on the split-K kernel, its launch (which asks L2 for
+// `l2_prefetch` bytes, if given, while it runs).
+struct QkvStep {
+  ProjGemmOperands operands;
+  detail::KernelLaunch splitk;
+};
+Status prepare_qkv_step(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const LayerBuffers& ws,
+                        const LayerPlan& plan, const void* l2_prefetch, uint64_t l2_prefetch_bytes, QkvStep* step);
+// Issues the step; *programmatic: its last kernel lets the next one launch as a programmatic dependent.
+Status issue_qkv_step(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
+                      const LayerBuffers& ws, const LayerPlan& plan, QkvStep& step, cudaStream_t stream,
+                      bool* programmatic);
+
+// A scatter of the packed rows' k and v heads into the cache, at each sequence's cached length.
+HeadScatterParams cache_scatter(const Gemma3AttentionConfig& c, const QkvStep& step, const LayerBuffers& ws,
+                                const KvCache& cache);
+
+// Keys, values and lengths from the cache in `ap` (whose queries and output stay), and the mask over cached + new
+// keys; then the plan: the decode kernel for few new tokens, else the sm80 kernel's cached form.
+void use_cache(const Gemma3AttentionConfig& c, const KvCache& cache, AttentionParams* ap);
+// max_keys: the host's bound on cached + new tokens. Few new tokens take the decode kernel (ap.decode_partial set).
+Status plan_cached_attention(gk_handle_t handle, const AttentionParams& ap, int head_dim, int64_t max_keys,
+                             AttentionPlan* plan);
+
+// The call writes its workspace while it reads the cache: no byte of the cache may lie in it.
+Status check_workspace_apart(const char* op, void* workspace, size_t workspace_bytes, const KvCache& cache);
+
+// out = ws.attn W_o^T (cuBLASLt).
+Status run_o_projection(gk_handle_t handle, const Gemma3AttentionConfig& c, const LayerBuffers& ws,
+                        const void* o_proj_weight, void* out, cudaStream_t stream);
+
+}  // namespace gk::gemma3
