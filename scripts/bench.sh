@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job on a GPU machine: `gk bench` over each suite (047, 054, and the models suite gemma3) in a process of
+# The main job on a GPU machine: `gk bench` over each suite (047, 054, the models suite gemma3, decode) in a process of
 # its own, as the official harness runs each problem (CUPTI spans; CUDA events alongside would read the single-wave
 # shapes 1.5-3 us higher, and a suite timed right after the other ~0.5 us higher: docs/perf-log.md v14), then the
 # PyTorch peers (bench/peers.py), merged into markdown tables and charts. Builds first if there is no build.
@@ -15,7 +15,7 @@ if [ ! -x "$BUILD/bin/gk" ]; then
 fi
 rc=0
 : > "$OUT/gk-bench.txt"
-for s in 047 054 gemma3; do
+for s in 047 054 gemma3 decode; do
   "$BUILD/bin/gk" bench --suite $s --json "$OUT/gk-bench-$s.json" | tee -a "$OUT/gk-bench.txt"
   [ "${PIPESTATUS[0]}" -ne 0 ] && rc=1
 done

@@ -145,6 +145,8 @@ if [ $TIMING -eq 1 ]; then
   step "gk bench 047 additive mask" "$BUILD/bin/gk" bench --suite 047 --mask additive --json "$OUT/bench/gk-bench-additive.json"
   # The released models' layers (what this build supports of them; sliding windows on the local ones).
   [ $QUICK -eq 1 ] || bench new "$BUILD/bin/gk" gemma3 --breakdown
+  # One decode step after a key/value cache (the cached call: decode kernel, split-K q|k|v, O projection).
+  [ $QUICK -eq 1 ] || bench new "$BUILD/bin/gk" decode --breakdown
 fi
 
 if [ $PROFILE -eq 1 ] && command -v ncu > /dev/null; then

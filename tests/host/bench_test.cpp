@@ -30,6 +30,26 @@ TEST(Metrics, Gemma3CountsMatchHandNumbers) {
   EXPECT_DOUBLE_EQ(gemma3_cost(g047(4, 2053)).flops, 516957093888.0);
 }
 
+TEST(Metrics, CachedCallCountsTheCacheRead) {
+  // One new token after 8192 cached (B = 1): attention over 8193 keys, 4*24*8193*128 = 100,675,584 FLOPs beside
+  // the projections' 2*3072*5120 + 2*3072*3072 = 50,331,648; bytes: weights 50,331,648 + hidden 6,144 + cos/sin
+  // 512 + norm weights 512 + out 6,144, and the cache: k and v of 8192 cached + 1 new tokens, 2*8*8193*128*2 =
+  // 33,558,528.
+  const Cost c = gemma3_cost(g047(1, 1), 8192);
+  EXPECT_DOUBLE_EQ(c.flops, 50331648.0 + 100675584.0);
+  EXPECT_DOUBLE_EQ(c.bytes, 50331648.0 + 6144.0 + 512.0 + 512.0 + 6144.0 + 33558528.0);
+  // A window of 1024: the new token sees 1024 keys, 1023 of them cached.
+  auto local = g047(1, 1);
+  local.sliding_window = 1024;
+  const Cost w = gemma3_cost(local, 8192);
+  EXPECT_DOUBLE_EQ(w.flops, 50331648.0 + 4.0 * 24 * 1024 * 128);
+  EXPECT_DOUBLE_EQ(w.bytes, 50331648.0 + 6144.0 + 512.0 + 512.0 + 6144.0 + 2.0 * 2 * 8 * 1024 * 128);
+  // Memory-bound at the H200's 4.8 TB/s: (83,903,488 bytes) / 4.8e12 = 17.48 us, the floor issue 37 quotes.
+  const Floor f = floor_of(c, peaks_for_device("NVIDIA H200"));
+  EXPECT_TRUE(f.memory_bound());
+  EXPECT_NEAR(f.us(), 17.48, 0.01);
+}
+
 TEST(Metrics, AudioCountsMatchHandNumbers) {
   // (1, 128): 2*128*1024*3*1024 = 805,306,368 FLOPs at the tf32 rate; bytes (fp32): hidden 524,288 + three
   // weights 12,582,912 + norm weights 1,024 + three outputs 1,572,864 = 14,681,088.

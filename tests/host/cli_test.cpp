@@ -44,7 +44,7 @@ TEST(Cli, HelpAndInfo) {
 TEST(Cli, UsageErrorsExitTwoWithAClearMessage) {
   auto r = gk("run --suite 999");
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("unknown suite '999' (known: 047, 054, gemma3)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("unknown suite '999' (known: 047, 054, decode, gemma3)"), std::string::npos) << r.output;
   r = gk("run -s 0");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("seq_len must be >= 1"), std::string::npos) << r.output;

@@ -73,6 +73,20 @@ TEST(Suites, BuiltInModelSuiteGivesEachWorkloadItsModel) {
   EXPECT_EQ(local, 16);
 }
 
+TEST(Suites, BuiltInDecodeSuiteHasOneNewTokenAfterEachCache) {
+  const auto& s = builtin_suite("decode");
+  ASSERT_EQ(s.workloads.size(), 12u);  // B 1, 8, 32, 64 x cached 1024, 8192, 32768
+  for (const auto& w : s.workloads) {
+    EXPECT_EQ(w.seq_len, 1);
+    const int64_t cached = gk_testkit::gemma3_cached(s, w);
+    EXPECT_TRUE(cached == 1024 || cached == 8192 || cached == 32768) << cached;
+    const auto c = gk_testkit::gemma3_config(s, w);
+    EXPECT_EQ(c.hidden, 3072);  // 047's layer
+    EXPECT_EQ(c.num_q_heads, 24);
+  }
+  EXPECT_EQ(gk_testkit::gemma3_cached(builtin_suite("047"), builtin_suite("047").workloads[0]), 0);
+}
+
 TEST(Suites, UnknownSuiteNamesTheKnownOnes) {
   try {
     builtin_suite("999");

@@ -40,8 +40,13 @@ Case suite_case(const Suite& s, const Workload& w, const ShapeOptions& o) {
   c.gemma3 = s.op == "gemma3_attention";
   if (c.gemma3) {
     c.g = gk_testkit::gemma3_config(s, w);
+    c.cached = gk_testkit::gemma3_cached(s, w);
     // The suite's mask is causal; --mask additive passes it as a tensor (what SOL-ExecBench's harness does).
     c.g.mask_mode = parse_mask(o.mask);
+    if (c.g.mask_mode == GK_MASK_ADDITIVE && c.cached > 0) {
+      throw UsageError("--mask additive: suite " + s.id + "'s workloads have a key/value cache, which takes causal "
+                       "mode");
+    }
     if (c.g.mask_mode != GK_MASK_CAUSAL && c.g.sliding_window > 0) {
       throw UsageError("--mask " + o.mask + ": suite " + s.id + "'s sliding-window workloads (" + w.label +
                        ") run in causal mode only");

@@ -37,9 +37,11 @@ struct Case {
   double atol = 0, rtol = 0, required = 0.99;
   gk_testkit::WeightLayout weights = gk_testkit::WeightLayout::kSeparate;
   int64_t batch = 0, seq_len = 0;
+  int64_t cached = 0;  // gemma3: tokens already in the key/value cache (a decode or chunked-prefill call); 0: none
   std::string tag;  // the workload's own label (e.g. "27B local"), before (B, S)
   std::string label() const {
-    return (tag.empty() ? "" : tag + " ") + "B=" + std::to_string(batch) + " S=" + std::to_string(seq_len);
+    return (tag.empty() ? "" : tag + " ") + "B=" + std::to_string(batch) + " S=" + std::to_string(seq_len) +
+           (cached > 0 ? " cached=" + std::to_string(cached) : "");
   }
 };
 

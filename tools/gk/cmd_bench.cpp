@@ -53,14 +53,14 @@ gk_testkit::WorkloadResult bench_case(const Case& c, const BenchOptions& o, cons
   w.label = c.label();
   w.batch = c.batch;
   w.seq_len = c.seq_len;
-  w.cost = c.gemma3 ? gk_testkit::gemma3_cost(c.g) : gk_testkit::audio_cost(c.a);
+  w.cost = c.gemma3 ? gk_testkit::gemma3_cost(c.g, c.cached) : gk_testkit::audio_cost(c.a);
   w.floor = gk_testkit::floor_of(w.cost, peaks);
   w.floor_full = gk_testkit::floor_of(w.cost, peaks, /*full=*/true);
 
   // One problem per input set: pointers change from iteration to iteration while timing.
   std::vector<std::unique_ptr<gk_testkit::OperatorProblem>> sets;
   for (int i = 0; i < o.input_sets; ++i) {
-    sets.push_back(c.gemma3 ? gk_testkit::OperatorProblem::make(c.g, c.weights)
+    sets.push_back(c.gemma3 ? gk_testkit::OperatorProblem::make(c.g, c.weights, c.cached)
                             : gk_testkit::OperatorProblem::make(c.a));
   }
   const gk_testkit::InputOptions inputs;  // the suites' recipe

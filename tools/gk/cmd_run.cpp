@@ -26,7 +26,14 @@ namespace {
 // Cost of the CPU reference in multiply-adds (it computes every score, masked or not), to refuse shapes it
 // would take minutes on.
 double cpu_reference_macs(const Case& c) {
-  return 0.5 * (c.gemma3 ? gk_testkit::gemma3_cost(c.g) : gk_testkit::audio_cost(c.a)).flops_full;
+  return 0.5 * (c.gemma3 ? gk_testkit::gemma3_cost(c.g, c.cached) : gk_testkit::audio_cost(c.a)).flops_full;
+}
+
+// The CPU reference's host memory for a cached case: k and v caches as floats (2 GiB at most).
+bool cpu_cache_fits(const Case& c) {
+  return !c.gemma3 || c.cached == 0 ||
+         2.0 * double(c.g.batch) * double(c.g.num_kv_heads) * double(c.cached + c.g.seq_len) * double(c.g.head_dim) *
+                 4.0 <= 2.0 * (1 << 30);
 }
 
 std::string run_label(const Case& c) { return (c.suite_id == "custom" ? std::string(c.gemma3 ? "gemma3" : "audio") : c.suite_id) + " " + c.label(); }
@@ -47,18 +54,28 @@ int run_cpu_only(const RunOptions& o, const std::vector<Case>& cases, uint64_t s
   std::printf("%s: the fast path needs an sm_90a GPU; computing the CPU reference only (nothing is checked)\n",
               why.c_str());
   for (const auto& c : cases) {
-    if (cpu_reference_macs(c) > 2e10) {
-      std::fprintf(stderr, "gk: %s is too large for the CPU reference (%.3g multiply-adds); use a smaller shape\n",
-                   run_label(c).c_str(), cpu_reference_macs(c));
+    if (cpu_reference_macs(c) > 2e10 || !cpu_cache_fits(c)) {
+      std::fprintf(stderr, "gk: %s is too large for the CPU reference (%.3g multiply-adds, %s); use a smaller shape\n",
+                   run_label(c).c_str(), cpu_reference_macs(c), cpu_cache_fits(c) ? "inputs fit" : "cache over 2 GiB");
       return 2;
     }
     const auto t0 = std::chrono::steady_clock::now();
     double sum_abs = 0, n = 0;
     bool finite = true;
     if (c.gemma3) {
-      const auto in = gk_testkit::generate_host(c.g, gk_testkit::gemma3_recipe(seed, input_options(o)));
+      const auto recipe = gk_testkit::gemma3_recipe(seed, input_options(o));
+      const auto in = gk_testkit::generate_host(c.g, recipe);
       std::vector<float> out(static_cast<size_t>(c.g.batch * c.g.seq_len * c.g.hidden));
-      gk_ref::gemma3_attention(gk_testkit::ref_dims(c.g), in.view(), out.data());
+      if (c.cached > 0) {  // the cache a GPU run would fill, and the new tokens after it
+        const int64_t max_len = c.cached + c.g.seq_len, n = c.g.batch * c.g.num_kv_heads * max_len * c.g.head_dim;
+        auto k = gk_testkit::fill_host(gk_testkit::gemma3_cache_fill(recipe, false), n, true);
+        auto v = gk_testkit::fill_host(gk_testkit::gemma3_cache_fill(recipe, true), n, true);
+        const std::vector<int64_t> lens(static_cast<size_t>(c.g.batch), c.cached);
+        gk_ref::gemma3_attention_cached(gk_testkit::ref_dims(c.g), in.view(), {k.data(), v.data(), max_len, lens.data()},
+                                        out.data());
+      } else {
+        gk_ref::gemma3_attention(gk_testkit::ref_dims(c.g), in.view(), out.data());
+      }
       for (float v : out) sum_abs += std::fabs(v), finite = finite && std::isfinite(v);
       n = double(out.size());
     } else {
@@ -130,7 +147,7 @@ int run(const RunOptions& o) {
     if (cpu_ref && cpu_reference_macs(c) > 2e10) {
       throw UsageError(run_label(c) + " is too large for the CPU reference; use --reference gpu");
     }
-    auto problem = c.gemma3 ? gk_testkit::OperatorProblem::make(c.g, c.weights)
+    auto problem = c.gemma3 ? gk_testkit::OperatorProblem::make(c.g, c.weights, c.cached)
                             : gk_testkit::OperatorProblem::make(c.a);
     Row row;
     row.label = run_label(c);

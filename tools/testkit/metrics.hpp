@@ -16,7 +16,9 @@ struct Cost {
   bool tf32 = false;      // the FLOPs run at the tf32 rate (audio operator)
 };
 
-Cost gemma3_cost(const gk_gemma3_attention_config& c);
+// cached > 0: the layer for c.seq_len new tokens per sequence after `cached` ones in a key/value cache: the visible
+// cached keys (and values) are read, the new tokens' written, and each new query attends over cached + new keys.
+Cost gemma3_cost(const gk_gemma3_attention_config& c, int64_t cached = 0);
 Cost audio_cost(const gk_audio_qkv_config& c);
 
 struct Peaks {

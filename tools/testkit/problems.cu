@@ -138,8 +138,9 @@ gk_ref::AudioDims ref_dims(const gk_audio_qkv_config& c) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-Gemma3Problem::Gemma3Problem(const gk_gemma3_attention_config& c, int64_t mask_offset, WeightLayout weights)
-    : config_(c), mask_offset_(mask_offset) {
+Gemma3Problem::Gemma3Problem(const gk_gemma3_attention_config& c, int64_t mask_offset, WeightLayout weights,
+                             int64_t cached)
+    : config_(c), mask_offset_(mask_offset), cached_(cached) {
   const int64_t M = c.batch * c.seq_len, D = c.head_dim;
   hidden_ = alloc<bf16>(M * c.hidden);
   cos_ = alloc<bf16>(M * D);
@@ -172,10 +173,26 @@ Gemma3Problem::Gemma3Problem(const gk_gemma3_attention_config& c, int64_t mask_o
   kn_ = alloc<bf16>(D);
   out_ = alloc<bf16>(M * c.hidden);
   ref_ = alloc<bf16>(M * c.hidden);
+  if (cached_ > 0) {
+    const int64_t cache_elems = c.batch * c.num_kv_heads * (cached_ + c.seq_len) * D;
+    k_cache_ = alloc<bf16>(cache_elems);
+    v_cache_ = alloc<bf16>(cache_elems);
+    lens_ = alloc<int>(c.batch);
+  }
   size_t ws = 0;
   const gk::Status s = gk::gemma3_attention_workspace_size(c, &ws);
   if (!s.ok()) throw std::runtime_error(s.message());
   workspace_.resize(ws);
+}
+
+gk_kv_cache Gemma3Problem::cache() const {
+  const auto& c = config_;
+  gk_kv_cache kv{};
+  kv.k_cache = tensor(k_cache_, GK_DTYPE_BF16, {c.batch, c.num_kv_heads, cached_ + c.seq_len, c.head_dim});
+  kv.v_cache = tensor(v_cache_, GK_DTYPE_BF16, {c.batch, c.num_kv_heads, cached_ + c.seq_len, c.head_dim});
+  kv.cache_seqlens = tensor(lens_, GK_DTYPE_I32, {c.batch});
+  kv.max_cached = cached_;
+  return kv;
 }
 
 gk_gemma3_attention_tensors Gemma3Problem::tensors() const {
@@ -211,11 +228,23 @@ void Gemma3Problem::generate(const Gemma3Recipe& r, cudaStream_t stream) {
   fill(f.qn, qn_.as<bf16>(), D, stream);
   fill(f.kn, kn_.as<bf16>(), D, stream);
   if (mask() != nullptr) fill_mask(mask(), c.batch, c.seq_len, r.mask_pattern, stream);
+  if (cached_ > 0) {  // the cached tokens' keys and values: unit-scale, as normalized keys are
+    const int64_t cache_elems = c.batch * c.num_kv_heads * (cached_ + c.seq_len) * D;
+    fill(gemma3_cache_fill(r, false), k_cache_.as<bf16>(), cache_elems, stream);
+    fill(gemma3_cache_fill(r, true), v_cache_.as<bf16>(), cache_elems, stream);
+    const std::vector<int> lens(static_cast<size_t>(c.batch), static_cast<int>(cached_));
+    GK_TK_CUDA(cudaMemcpyAsync(lens_.get(), lens.data(), lens.size() * sizeof(int), cudaMemcpyHostToDevice, stream));
+    GK_TK_CUDA(cudaStreamSynchronize(stream));  // `lens` lives on this stack frame
+  }
 }
 
 void Gemma3Problem::poison_output(cudaStream_t stream) { fill(constant(NAN), out_.as<bf16>(), out_elems(), stream); }
 
 gk::Status Gemma3Problem::run(gk_handle_t handle, cudaStream_t stream) {
+  if (cached_ > 0) {  // the call writes the new tokens' k and v over the same slots each time
+    return gk::gemma3_attention_forward_cached(handle, config_, tensors(), cache(), workspace_.get(),
+                                               workspace_.bytes(), stream);
+  }
   return gk::gemma3_attention_forward(handle, config_, tensors(), workspace_.get(), workspace_.bytes(), stream);
 }
 
@@ -233,6 +262,15 @@ void Gemma3Problem::run_gpu_reference(cudaStream_t stream, bool fp32_scores) {
   in.k_norm_weight = kn_.as<bf16>();
   gk_ref::Gemma3Dims d = ref_dims(config_);
   d.fp32_scores = fp32_scores;
+  if (cached_ > 0) {
+    // The reference writes its own new k and v into the same slots, before it reads them; so does the next call.
+    const std::vector<int64_t> lens(static_cast<size_t>(config_.batch), cached_);
+    const gk_ref_gpu::Gemma3DeviceCache cache{k_cache_.as<bf16>(), v_cache_.as<bf16>(), cached_ + config_.seq_len,
+                                              lens.data()};
+    GK_TK_CUDA(gk_ref_gpu::gemma3_attention_cached(d, in, cache, ref_.as<bf16>(), stream));
+    GK_TK_CUDA(cudaStreamSynchronize(stream));  // `lens` lives on this stack frame
+    return;
+  }
   GK_TK_CUDA(gk_ref_gpu::gemma3_attention(d, in, ref_.as<bf16>(), stream));
 }
 
@@ -265,7 +303,16 @@ void Gemma3Problem::run_cpu_reference(cudaStream_t stream, bool fp32_scores) {
   std::vector<float> out(static_cast<size_t>(out_elems()));
   gk_ref::Gemma3Dims d = ref_dims(c);
   d.fp32_scores = fp32_scores;
-  gk_ref::gemma3_attention(d, in, out.data());
+  if (cached_ > 0) {  // on a host copy of the cache (the reference writes the new tokens' k and v into it)
+    const int64_t cache_elems = c.batch * c.num_kv_heads * (cached_ + c.seq_len) * D;
+    auto kc = download(k_cache_, cache_elems, stream), vc = download(v_cache_, cache_elems, stream);
+    const std::vector<int64_t> lens(static_cast<size_t>(c.batch), cached_);
+    if (!gk_ref::gemma3_attention_cached(d, in, {kc.data(), vc.data(), cached_ + c.seq_len, lens.data()}, out.data())) {
+      throw std::runtime_error("the CPU reference refused the cached call");
+    }
+  } else {
+    gk_ref::gemma3_attention(d, in, out.data());
+  }
   std::vector<uint16_t> bits(out.size());
   for (size_t i = 0; i < out.size(); ++i) bits[i] = gk_ref::bf16_bits(out[i]);
   GK_TK_CUDA(cudaMemcpyAsync(ref_.get(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice, stream));
@@ -405,7 +452,13 @@ std::array<Judgement, 3> AudioProblem::judge(double atol, double rtol, cudaStrea
 namespace {
 
 gk::Status plan_of(gk_handle_t h, const Gemma3Problem& p, std::string* out) {
-  return gk::gemma3_attention_plan(h, p.config(), p.tensors(), out);
+  const gk::Status s = gk::gemma3_attention_plan(h, p.config(), p.tensors(), out);
+  // The plan query covers calls without a cache; a cached call's attention is the decode kernel (up to 16 new
+  // tokens) or the sm80 kernel's cached form.
+  if (s.ok() && p.cached() > 0) {
+    *out += p.config().seq_len <= 16 ? " (cached call: decode kernel)" : " (cached call: sm80 cached form)";
+  }
+  return s;
 }
 gk::Status plan_of(gk_handle_t h, const AudioProblem& p, std::string* out) {
   return gk::audio_qkv_plan(h, p.config(), p.tensors(), out);
@@ -413,7 +466,8 @@ gk::Status plan_of(gk_handle_t h, const AudioProblem& p, std::string* out) {
 
 class Gemma3Operator : public OperatorProblem {
  public:
-  Gemma3Operator(const gk_gemma3_attention_config& c, WeightLayout weights) : p_(c, 0, weights) {}
+  Gemma3Operator(const gk_gemma3_attention_config& c, WeightLayout weights, int64_t cached)
+      : p_(c, 0, weights, cached) {}
   gk::Status run_fresh(uint64_t seed, const InputOptions& in, gk_handle_t h, cudaStream_t s) override {
     return p_.run_fresh(gemma3_recipe(seed, in), h, s);
   }
@@ -448,8 +502,9 @@ class AudioOperator : public OperatorProblem {
 
 }  // namespace
 
-std::unique_ptr<OperatorProblem> OperatorProblem::make(const gk_gemma3_attention_config& c, WeightLayout weights) {
-  return std::make_unique<Gemma3Operator>(c, weights);
+std::unique_ptr<OperatorProblem> OperatorProblem::make(const gk_gemma3_attention_config& c, WeightLayout weights,
+                                                       int64_t cached) {
+  return std::make_unique<Gemma3Operator>(c, weights, cached);
 }
 
 std::unique_ptr<OperatorProblem> OperatorProblem::make(const gk_audio_qkv_config& c) {

@@ -54,6 +54,9 @@ struct AudioFills {
   FillSpec hidden, wq, wk, wv, qn, kn;
 };
 Gemma3Fills gemma3_fills(const gk_gemma3_attention_config& c, const Gemma3Recipe& r);
+// A key/value cache's contents (Gemma3Problem with cached > 0, and the CLI's CPU-only path): unit-scale randn, as
+// normalized keys are; `values` picks v's over k's.
+inline FillSpec gemma3_cache_fill(const Gemma3Recipe& r, bool values) { return normal(sub_seed(r.seed, values ? 11 : 10), 1.f); }
 AudioFills audio_fills(const gk_audio_qkv_config& c, const AudioRecipe& r);
 
 // The same inputs on the host (bf16-rounded for the gemma3 operator), for the CPU-only path.
@@ -82,11 +85,16 @@ class Gemma3Problem {
  public:
   // mask_offset: the additive mask starts this many elements into its allocation (1: a mask that is 2-byte but
   // not 4-byte aligned, as a sliced tensor can be).
+  // cached > 0: a key/value cache of cached + seq_len tokens per sequence holding `cached` random tokens (as a
+  // decode step finds it): run() is then the cached call (gk_gemma3_attention_forward_cached), and the references
+  // take the same cache.
   explicit Gemma3Problem(const gk_gemma3_attention_config& config, int64_t mask_offset = 0,
-                         WeightLayout weights = WeightLayout::kSeparate);
+                         WeightLayout weights = WeightLayout::kSeparate, int64_t cached = 0);
 
   const gk_gemma3_attention_config& config() const { return config_; }
   gk_gemma3_attention_tensors tensors() const;
+  gk_kv_cache cache() const;  // cached > 0 only
+  int64_t cached() const { return cached_; }
 
   void generate(const Gemma3Recipe& recipe, cudaStream_t stream);
   void poison_output(cudaStream_t stream);  // NaN everywhere: an unwritten element can never pass
@@ -114,7 +122,9 @@ class Gemma3Problem {
 
   gk_gemma3_attention_config config_;
   int64_t mask_offset_ = 0;
+  int64_t cached_ = 0;
   DeviceBuffer hidden_, cos_, sin_, mask_, wq_, wk_, wv_, wo_, qn_, kn_, out_, ref_, workspace_;
+  DeviceBuffer k_cache_, v_cache_, lens_;  // cached > 0: [B, Hkv, cached + S, D] each, and int32 [B]
   // The projection weights: into wq_, wk_, wv_, all three into wq_, or k's and v's into wk_ (WeightLayout).
   __nv_bfloat16 *wq_p_ = nullptr, *wk_p_ = nullptr, *wv_p_ = nullptr;
 };
@@ -172,7 +182,7 @@ class OperatorProblem {
  public:
   virtual ~OperatorProblem() = default;
   static std::unique_ptr<OperatorProblem> make(const gk_gemma3_attention_config& config,
-                                               WeightLayout weights = WeightLayout::kSeparate);
+                                               WeightLayout weights = WeightLayout::kSeparate, int64_t cached = 0);
   static std::unique_ptr<OperatorProblem> make(const gk_audio_qkv_config& config);
 
   virtual gk::Status run_fresh(uint64_t seed, const InputOptions& in, gk_handle_t handle, cudaStream_t stream) = 0;

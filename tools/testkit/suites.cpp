@@ -65,7 +65,7 @@ Suite parse_suite(const std::string& text) {
         // Only the operator's own keys: a misspelt one would otherwise run the suite's value silently.
         static const std::set<std::string> gemma3_keys = {"hidden", "num_q_heads", "num_kv_heads", "head_dim",
                                                           "softcap", "eps", "norm_weight_offset", "query_scale",
-                                                          "window"};
+                                                          "window", "cached"};
         static const std::set<std::string> audio_keys = {"hidden", "num_heads", "head_dim", "eps"};
         const auto& known = s.op == "gemma3_attention" ? gemma3_keys : audio_keys;
         for (const auto& [k, v] : wl[i].at("config").items()) {
@@ -117,6 +117,10 @@ gk_gemma3_attention_config gemma3_config(const Suite& s, const Workload& w) {
   c.mask_mode = GK_MASK_CAUSAL;
   c.sliding_window = static_cast<int64_t>(s.value(w, "window", 0.0));
   return c;
+}
+
+int64_t gemma3_cached(const Suite& s, const Workload& w) {
+  return static_cast<int64_t>(s.value(w, "cached", 0.0));
 }
 
 gk_audio_qkv_config audio_config(const Suite& s, const Workload& w, gk_precision precision) {

@@ -46,6 +46,9 @@ const Suite& builtin_suite(const std::string& id);
 // Constants: hidden, num_q_heads, num_kv_heads, head_dim, softcap, eps, norm_weight_offset; optional query_scale
 // (0: head_dim^-0.5) and window (0: none; causal mode's sliding window).
 gk_gemma3_attention_config gemma3_config(const Suite& suite, const Workload& w);
+// The tokens already in the key/value cache of every sequence before the workload's seq_len new ones (optional key
+// "cached"; 0: no cache, the layer over the whole sequence).
+int64_t gemma3_cached(const Suite& suite, const Workload& w);
 gk_audio_qkv_config audio_config(const Suite& suite, const Workload& w, gk_precision precision);
 
 }  // namespace gk_testkit
