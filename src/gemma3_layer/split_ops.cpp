@@ -57,9 +57,9 @@ Status gemma3_qkv_forward(gk_handle_t handle, const Gemma3AttentionConfig& c, co
   }
   auto stream = reinterpret_cast<cudaStream_t>(stream_in);
   const Gemma3AttentionTensors lt = layer_view(t);
-  gemma3::LayerPlan plan;
-  gemma3::plan_qkv_step(c, lt, handle->device_info, handle->overrides, &plan);
   const gemma3::LayerBuffers ws = gemma3::carve_layer(c, workspace, gemma3::LayerSteps::kQkv);
+  gemma3::LayerPlan plan;
+  gemma3::plan_qkv_step(c, lt, ws, handle->device_info, handle->overrides, &plan);
 
   gemma3::QkvStep step;
   GK_RETURN_IF_ERROR(gemma3::prepare_qkv_step(c, lt, ws, plan, nullptr, 0, &step));
