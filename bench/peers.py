@@ -8,7 +8,8 @@ The tables and charts come from bench/render.py, which can also re-merge new `gk
 peers.json without timing the peers again.
 
 Peers, each on the suite's inputs (docs/spec.md's recipe), with each workload's own configuration (the gemma3
-suite's models and windows):
+suite's models and windows; the decode suite's caches, where the peers write the new k and v into the cache and
+attend over it, and the eager re-statement takes the cache as its past keys):
   047, gemma3  eager  PyTorch eager, the layer re-stated from the specification (scripts/torch_reference.py);
                       not run past S = 8192 (it materializes B*H*S^2 scores)
                flex   cuBLAS projections, compiled norm+RoPE, FlexAttention with a softcap score_mod where there is
@@ -160,6 +161,55 @@ def gemma3_peers(cfg, names, norm_rope, flex):
     return {n: build for n in names}, eager
 
 
+def decode_peers(cfg, names, norm_rope, flex, cached):
+    """The decode suite's peers: the new tokens' q, k, v as gemma3_peers makes them, k and v written into the cache
+    after its `cached` tokens (in place, inside the captured graph), attention over the cache (FlexAttention with
+    the softcap; SDPA without one, as for 047), the O projection. The eager re-statement over the cache judges."""
+    d, hq, hkv, cap = cfg["head_dim"], cfg["num_q_heads"], cfg["num_kv_heads"], cfg["softcap"]
+    scale = cfg.get("query_scale") or d ** -0.5
+
+    def softcap(score, b, h, q_idx, kv_idx):
+        return cap * torch.tanh(score / cap)
+
+    def step(t, attend):
+        b, s, _ = t["x"].shape
+        q = F.linear(t["x"], t["wq"]).view(b, s, hq, d).transpose(1, 2)
+        k = F.linear(t["x"], t["wk"]).view(b, s, hkv, d).transpose(1, 2)
+        v = F.linear(t["x"], t["wv"]).view(b, s, hkv, d).transpose(1, 2)
+        q, k = norm_rope(q, t["qn"], t["cos"], t["sin"]), norm_rope(k, t["kn"], t["cos"], t["sin"])
+        t["k_cache"][:, :, cached:cached + s] = k
+        t["v_cache"][:, :, cached:cached + s] = v
+        o = attend(q, t["k_cache"], t["v_cache"])  # one new token per sequence: it sees every cached key
+        return F.linear(o.transpose(1, 2).reshape(b, s, hq * d), t["wo"])
+
+    def flex_attend(q, k, v):
+        return flex(q, k, v, score_mod=softcap if cap > 0 else None, scale=scale, enable_gqa=True)
+
+    def sdpa_attend(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, scale=scale, enable_gqa=True)
+
+    def eager(t, rows=None):
+        past = (t["k_cache"][:, :, :cached], t["v_cache"][:, :, :cached])
+        return gemma3_layer(t["x"], t["cos"], t["sin"], None, t["wq"], t["wk"], t["wv"], t["wo"], t["qn"], t["kn"],
+                            cfg, past=past)
+
+    def build(name, s):
+        if s != 1:
+            raise RuntimeError("the decode peers take one new token per sequence")
+        return {"eager": eager, "flex": lambda t: step(t, flex_attend), "sdpa": lambda t: step(t, sdpa_attend)}[name]
+
+    return {n: build for n in names}, eager
+
+
+def decode_inputs(cfg, b, s, cached, gen):
+    """gemma3_inputs plus a key/value cache of cached + s tokens (unit-scale randn, as normalized keys are)."""
+    t = gemma3_inputs(cfg, b, s, gen)
+    shape = (b, cfg["num_kv_heads"], cached + s, cfg["head_dim"])
+    t["k_cache"] = torch.randn(*shape, generator=gen, device="cuda").to(BF16)
+    t["v_cache"] = torch.randn(*shape, generator=gen, device="cuda").to(BF16)
+    return t
+
+
 # ---- 054 -------------------------------------------------------------------------------------------------------
 def set_tf32(enabled):
     # One API only: newer torch refuses to mix fp32_precision with the legacy allow_tf32 flag.
@@ -189,7 +239,20 @@ def bench_suite(suite, peers, timer, sets, seed):
         label = workload_label(w)
         gen = torch.Generator(device="cuda").manual_seed(seed + idx)
         rows = None  # every output row judged
-        if suite["operator"] == "gemma3_attention":
+        cached = int(cfg.get("cached", 0))
+        if suite["operator"] == "gemma3_attention" and cached:
+            builders, eager = decode_peers(cfg, peers, norm_rope, flex, cached)
+            inputs = [decode_inputs(cfg, b, s, cached, gen) for _ in range(sets)]
+            try:
+                with torch.no_grad():
+                    truth = eager(inputs[0])  # GQA by repeat_interleave: B*Hq*(cached + S)*D keys and values
+            except torch.OutOfMemoryError as e:
+                results[label] = {name: {"error": f"the eager judge ran out of memory: {e}"[:300]} for name in peers}
+                log(f"{suite['id']} {label}: the eager judge ran out of memory; peers not run")
+                inputs = None
+                torch.cuda.empty_cache()
+                continue
+        elif suite["operator"] == "gemma3_attention":
             builders, eager = gemma3_peers(cfg, peers, norm_rope, flex)
             inputs = [gemma3_inputs(cfg, b, s, gen) for _ in range(sets)]
             rows = slice(s - kTruthRows, s) if s > kEagerMaxSeqLen else None

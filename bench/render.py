@@ -24,8 +24,11 @@ PEER_TITLES = {
 
 
 def workload_label(w):
-    """A workload's label as gk bench writes it: its own label (the models suite's "27B local"), then B and S."""
-    return (w["label"] + " " if w.get("label") else "") + f"B={w['batch']} S={w['seq_len']}"
+    """A workload's label as gk bench writes it: its own label (the models suite's "27B local"), then B and S, then
+    the cached length of a call with a key/value cache (the decode suite)."""
+    cached = int(w.get("config", {}).get("cached", 0))
+    return ((w["label"] + " " if w.get("label") else "") + f"B={w['batch']} S={w['seq_len']}" +
+            (f" cached={cached}" if cached else ""))
 
 
 def peers_of(suite):

@@ -21,6 +21,6 @@ for s in 047 054 gemma3 decode; do
 done
 if [ "${GK_SKIP_PEERS:-0}" != 1 ]; then
   PYTHONUNBUFFERED=1 python3 bench/peers.py --ours "$OUT/gk-bench-047.json" --ours "$OUT/gk-bench-054.json" \
-    --ours "$OUT/gk-bench-gemma3.json" --suites 054,047,gemma3 --out "$OUT"
+    --ours "$OUT/gk-bench-gemma3.json" --ours "$OUT/gk-bench-decode.json" --suites 054,047,gemma3,decode --out "$OUT"
 fi
 exit "$rc"

@@ -15,9 +15,12 @@ def rotate_half(x):
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def gemma3_layer(x, cos, sin, mask, wq, wk, wv, wo, qn, kn, cfg, rows=None):
+def gemma3_layer(x, cos, sin, mask, wq, wk, wv, wo, qn, kn, cfg, rows=None, past=None):
     """The Gemma3 attention layer in bf16 torch ops; `mask` is an additive [B,1,S,S] tensor or None. `rows` (a slice
-    of query positions) computes only those output rows, over every key: long sequences without the B*H*S^2 scores."""
+    of query positions) computes only those output rows, over every key: long sequences without the B*H*S^2 scores.
+    `past` = (k, v) [B, Hkv, L, D]: a key/value cache's L earlier tokens (normalized and rotated, as a cache holds
+    them); the S new tokens then sit at positions L .. L + S - 1 and `mask` is ignored: each sees the cached keys and
+    the new ones up to itself (within cfg's "window" if set)."""
     b, s, _ = x.shape
     d, hq, hkv = cfg["head_dim"], cfg["num_q_heads"], cfg["num_kv_heads"]
 
@@ -35,6 +38,16 @@ def gemma3_layer(x, cos, sin, mask, wq, wk, wv, wo, qn, kn, cfg, rows=None):
     v = heads(wv, hkv)
     q = q * c + rotate_half(q) * sn
     k = k * c + rotate_half(k) * sn
+    if past is not None:
+        past_len = past[0].shape[2]
+        k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
+        i = torch.arange(s, device=x.device)[:, None] + past_len
+        j = torch.arange(past_len + s, device=x.device)[None, :]
+        visible = j <= i
+        if cfg.get("window", 0):
+            visible &= i - j < int(cfg["window"])
+        zero = torch.zeros((), dtype=BF16, device=x.device)
+        mask = torch.where(visible, zero, torch.full((), LOWEST_BF16, dtype=BF16, device=x.device))[None, None]
     if rows is not None:
         q = q[:, :, rows]
         mask = mask[:, :, rows] if mask is not None else None
