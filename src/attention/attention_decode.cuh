@@ -71,7 +71,9 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_decode_kernel(const At
   // The cached length clamped as the cache write clamps it (a length past the host's bound stays inside the cache).
   const int cached = max(0, min(p.kv_lens[b], p.kv_capacity - S));
   const int key_len = cached + S;
-  const int lo = MaskPolicy<kMask>::kWindow ? max(0, cached - (p.window - 1)) : 0;
+  // The first key a query sees: the window's, or a left-padded sequence's first real token.
+  const int start = p.kv_starts != nullptr ? max(0, min(p.kv_starts[b], key_len)) : 0;
+  const int lo = max(start, MaskPolicy<kMask>::kWindow ? max(0, cached - (p.window - 1)) : 0);
   const DecodeRange range = decode_range(lo, key_len, gridDim.x, z);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
 
@@ -153,6 +155,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_decode_kernel(const At
                       (MaskPolicy<kMask>::kWindow && key_len - 1 - n0 >= p.window);
     scores_to_logits<kSoftcap, kMask, 2>(acc_s, p, b, nullptr, key_rows, n0, lane, edge, kMaskNone, nullptr, false,
                                          key_len);
+    if (n0 < start) hide_before<2>(acc_s, n0 + 2 * (lane & 3), start);
     softmax.update<2, kDTiles>(acc_s, acc_o, scale);
     uint32_t p_frag[1][4];
     pack_p(acc_s, p_frag);
