@@ -30,6 +30,7 @@ Parameter objects: meant for inference, after any optimizer or weight tying has 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 import warnings
@@ -124,12 +125,23 @@ def _model_pre_hook(state, module, args, kwargs):
 
 
 def _wrap_prepare_inputs(model, state):
-    """generate() turns the 2-D mask into 4-D ones here for compileable caches: note what it was first."""
+    """generate() turns the 2-D mask into 4-D ones here for compileable caches: note what it was first. A prefill
+    with images (their tokens attend to each other both ways: only HF's own mask says so) counts as "other"."""
     original = model.prepare_inputs_for_generation
     signature = inspect.signature(original)
+    var_kw = next((p.name for p in signature.parameters.values() if p.kind is inspect.Parameter.VAR_KEYWORD), None)
 
+    @functools.wraps(original)  # generate() reads the signature (e.g. whether inputs_embeds is taken)
     def prepare_inputs_for_generation(*args, **kwargs):
-        state.pending = _mask_kind(signature.bind_partial(*args, **kwargs).arguments.get("attention_mask"))
+        bound = signature.bind_partial(*args, **kwargs).arguments
+        extra = bound.get(var_kw, {}) if var_kw else {}  # Gemma3ForConditionalGeneration takes the mask there
+
+        def arg(name):
+            return bound[name] if name in bound else extra.get(name)
+
+        token_types = arg("token_type_ids")
+        images = arg("pixel_values") is not None or (token_types is not None and bool((token_types != 0).any()))
+        state.pending = ("other", None) if images else _mask_kind(arg("attention_mask"))
         return original(*args, **kwargs)
 
     model._gk_prepare_inputs = model.__dict__.get("prepare_inputs_for_generation")  # an instance's own, if any
@@ -294,6 +306,7 @@ def use_gemma_kernels(model: torch.nn.Module, pack_qkv: bool = False) -> int:
             if pack_qkv:
                 _pack_qkv_weights(module)
             module._gk_original_forward = module.forward
+            module._gk_own_forward = module.__dict__.get("forward")  # an instance's own forward, if it had one
             module._gk_fused_calls = 0  # how many calls took the fused layer (the rest fell back)
             module._gk_fallbacks = set()  # the reasons it has warned about
             module._gk_name = name or "model"
@@ -320,7 +333,10 @@ def restore(model: torch.nn.Module) -> int:
         if hasattr(module, "_gk_state"):
             del module._gk_state
         if hasattr(module, "_gk_original_forward"):
-            module.forward = module._gk_original_forward
-            del module._gk_original_forward, module._gk_fused_calls, module._gk_fallbacks, module._gk_name
+            del module.forward  # back to the class's forward (later patches of the class apply again) ...
+            if module._gk_own_forward is not None:  # ... or to the instance's own, if it had one
+                module.forward = module._gk_own_forward
+            del module._gk_original_forward, module._gk_own_forward, module._gk_fused_calls, module._gk_fallbacks
+            del module._gk_name
             n += 1
     return n

@@ -286,3 +286,33 @@ def test_generate_with_a_left_padded_batch(cache):
     assert torch.isfinite(ours).all()
     assert stats["rel_l2"] < 1.5e-2, stats
     assert stats["top1_agree"] >= 0.99, stats
+
+
+def test_generate_hook_reads_the_mask_from_kwargs_and_keeps_the_signature():
+    """The generate() hook finds the 2-D mask where a model's prepare method takes it through **kwargs (as
+    Gemma3ForConditionalGeneration's does), treats a prefill with image tokens as a mask it cannot replace, and keeps
+    the method's signature (generate() reads it)."""
+    import inspect
+
+    from gemma_kernels import hf
+
+    class Model:
+        def prepare_inputs_for_generation(self, input_ids, inputs_embeds=None, **kwargs):
+            return kwargs
+
+    model, state = Model(), hf._MaskState()
+    hf._wrap_prepare_inputs(model, state)
+    assert "inputs_embeds" in inspect.signature(model.prepare_inputs_for_generation).parameters
+    ids = torch.zeros(2, 5, dtype=torch.long)
+    mask = torch.ones(2, 5, dtype=torch.long)
+    model.prepare_inputs_for_generation(ids, attention_mask=mask)
+    assert state.pending[0] == "causal"
+    mask[1, :2] = 0
+    model.prepare_inputs_for_generation(ids, attention_mask=mask)
+    assert state.pending[0] == "padded" and state.pending[1].tolist() == [0, 2]
+    mask[0, -1] = 0  # right padding
+    model.prepare_inputs_for_generation(ids, attention_mask=mask)
+    assert state.pending[0] == "other"
+    image = torch.tensor([[0, 1, 1, 0, 0]] * 2)
+    model.prepare_inputs_for_generation(ids, attention_mask=torch.ones(2, 5), token_type_ids=image)
+    assert state.pending[0] == "other"
