@@ -93,6 +93,12 @@ if [ $SANITIZE -eq 1 ] && command -v compute-sanitizer > /dev/null; then
   done
   cs memcheck 'Small/Gemma3Small.*'
   pinned "memcheck (attention, small)" attention.kernel=sm90 "${CS[@]}"
+  # The cached calls: the head scatter, the decode kernel and its combine (S = 1 and 3 steps), the sm80 kernel's
+  # cached form (the chunked prefill steps), the split calls.
+  for tool in memcheck racecheck synccheck; do
+    cs $tool 'CachedLayer.*'
+    step "$tool (key/value cache, small)" "${CS[@]}"
+  done
   for tool in racecheck synccheck; do
     cs $tool 'Small/Gemma3Small.*'
     pinned "$tool (split-K projection, small)" qkv=splitk "${CS[@]}"
