@@ -64,15 +64,16 @@ def _static_reasons(module) -> list:
     return reasons
 
 
-def _call_reason(self, hidden_states, position_embeddings, attention_mask, past_key_values, kwargs):
-    """Why this call cannot take the fused layer (None: it can)."""
+def _call_reason(self, hidden_states, position_embeddings, attention_mask, cache_form, kwargs):
+    """Why this call cannot take the fused layer (None: it can). cache_form: _cache_form's answer for the call's
+    cache (None without one)."""
     seq_len = hidden_states.shape[1]
     window = getattr(self, "sliding_window", None)
     weights = [m.weight for m in (self.q_proj, self.k_proj, self.v_proj, self.o_proj, self.q_norm, self.k_norm)]
     if kwargs.get("past_key_value") is not None:  # transformers < 4.56
         return "a KV cache of transformers < 4.56"
-    if past_key_values is not None:
-        reason = _cache_reason(self, past_key_values)
+    if cache_form is not None:
+        reason = _cache_reason(self, cache_form)
         if reason is not None:
             return reason
     if position_embeddings is None:
@@ -172,7 +173,7 @@ def _cache_form(self, past_key_values):
     return None, f"a KV cache layer of type {getattr(kind, '__name__', kind)}"
 
 
-def _cache_reason(self, past_key_values):
+def _cache_reason(self, cache_form):
     state = getattr(self, "_gk_state", None)
     if state is None:
         return "a KV cache in a module called outside the Gemma3 text model that use_gemma_kernels switched"
@@ -180,11 +181,12 @@ def _cache_reason(self, past_key_values):
         return "an attention mask other than left padding with a KV cache"
     if not getattr(self, "is_causal", True):
         return "bidirectional attention with a KV cache"
-    return _cache_form(self, past_key_values)[1]
+    return cache_form[1]
 
 
-def _cached_forward(self, hidden_states, cos, sin, past_key_values, softcap):
-    """The layer for new tokens with a cache (see the module's docstring); returns the output [B, S, hidden]."""
+def _cached_forward(self, hidden_states, cos, sin, past_key_values, form, softcap):
+    """The layer for new tokens with a cache (see the module's docstring), `form` as _cache_form gave it; returns the
+    output [B, S, hidden]."""
     from transformers.cache_utils import DynamicSlidingWindowLayer, StaticSlidingWindowLayer
 
     batch, seq_len = hidden_states.shape[:2]
@@ -193,7 +195,6 @@ def _cached_forward(self, hidden_states, cos, sin, past_key_values, softcap):
     window = int(self.sliding_window) if getattr(self, "sliding_window", None) else 0
     weights = (self.q_proj.weight, self.k_proj.weight, self.v_proj.weight)
     norms = (self.q_norm.weight, self.k_norm.weight)
-    form, _ = _cache_form(self, past_key_values)
     layer = _cache_layer(self, past_key_values)
     if form == "fused":
         if not layer.is_initialized:  # the shapes and dtype its tensors are made with
@@ -231,7 +232,8 @@ def _cached_forward(self, hidden_states, cos, sin, past_key_values, softcap):
 
 def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask=None, past_key_values=None,
                    cache_position=None, **kwargs):
-    reason = _call_reason(self, hidden_states, position_embeddings, attention_mask, past_key_values, kwargs)
+    cache_form = _cache_form(self, past_key_values) if past_key_values is not None else None
+    reason = _call_reason(self, hidden_states, position_embeddings, attention_mask, cache_form, kwargs)
     if reason is not None:
         if reason not in self._gk_fallbacks:  # each module says once per reason why it runs the stock forward
             self._gk_fallbacks.add(reason)
@@ -247,7 +249,7 @@ def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask
     cos, sin = (t.expand(shape).contiguous() for t in position_embeddings)
     softcap = float(self.attn_logit_softcapping or 0.0)
     if past_key_values is not None:
-        out = _cached_forward(self, hidden_states.contiguous(), cos, sin, past_key_values, softcap)
+        out = _cached_forward(self, hidden_states.contiguous(), cos, sin, past_key_values, cache_form[0], softcap)
         self._gk_fused_calls += 1
         return out, None
     mask = _additive_mask(attention_mask, shape[0], seq_len) if attention_mask is not None else None

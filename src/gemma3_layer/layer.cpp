@@ -277,12 +277,17 @@ Status plan_cached_attention(gk_handle_t handle, const AttentionParams& ap, int 
   return plan_attention(attention_shape(ap, head_dim), handle->device_info, ov, plan);
 }
 
-Status check_workspace_apart(const char* op, void* workspace, size_t workspace_bytes, const KvCache& cache) {
+Status check_workspace_apart(const char* op, void* workspace, size_t workspace_bytes,
+                             std::initializer_list<std::pair<const char*, const gk_tensor*>> tensors) {
   const int64_t elems = static_cast<int64_t>(workspace_bytes / 2);  // as bf16 elements
   const gk_tensor view = gk_tensor_contiguous(workspace, GK_DTYPE_BF16, 1, &elems);
-  return detail::check_no_overlap(op, "workspace", view,
-                                  {{"k_cache", &cache.k_cache}, {"v_cache", &cache.v_cache},
-                                   {"cache_seqlens", &cache.cache_seqlens}, {"cache_starts", &cache.cache_starts}});
+  return detail::check_no_overlap(op, "workspace", view, tensors);
+}
+
+Status check_workspace_apart(const char* op, void* workspace, size_t workspace_bytes, const KvCache& cache) {
+  return check_workspace_apart(op, workspace, workspace_bytes,
+                               {{"k_cache", &cache.k_cache}, {"v_cache", &cache.v_cache},
+                                {"cache_seqlens", &cache.cache_seqlens}, {"cache_starts", &cache.cache_starts}});
 }
 
 Status run_o_projection(gk_handle_t handle, const Gemma3AttentionConfig& c, const LayerBuffers& ws,

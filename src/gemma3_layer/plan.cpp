@@ -25,12 +25,10 @@ constexpr uintptr_t kMaxBatchDistance = uintptr_t(1) << 40;
 
 }  // namespace
 
-void plan_qkv_step(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const detail::DeviceInfo& dev,
-                   const detail::Overrides& ov, LayerPlan* plan) {
+void plan_qkv_step(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const LayerBuffers& ws,
+                   const detail::DeviceInfo& dev, const detail::Overrides& ov, LayerPlan* plan) {
   LayerPlan& p = *plan;
   const int64_t rows = c.batch * c.seq_len, D = c.head_dim, Hq = c.num_q_heads, Hkv = c.num_kv_heads;
-  // Sizes and alignment only: any 256-byte aligned base gives the workspace's alignment.
-  const LayerBuffers ws = carve_layer(c, reinterpret_cast<void*>(detail::WorkspaceCarver::kAlign));
 
   // k and v as one strided-batch GEMM unless pinned separate; it decides the packed rows' column order everywhere.
   const bool kv_batch_ok = ov.kv_gemm != 1;
@@ -69,9 +67,10 @@ bool attend_prefetches_o(const Gemma3AttentionConfig& c, const detail::Overrides
 Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const detail::DeviceInfo& dev,
                   const detail::Overrides& ov, LayerPlan* plan) {
   LayerPlan p;
-  plan_qkv_step(c, t, dev, ov, &p);
-  const int64_t rows = c.batch * c.seq_len, D = c.head_dim;
+  // Sizes and alignment only: any 256-byte aligned base gives the workspace's alignment.
   const LayerBuffers ws = carve_layer(c, reinterpret_cast<void*>(detail::WorkspaceCarver::kAlign));
+  plan_qkv_step(c, t, ws, dev, ov, &p);
+  const int64_t rows = c.batch * c.seq_len, D = c.head_dim;
   const bool splitk = p.qkv == QkvKernel::kSplitk;
   if (ov.o_prefetch == detail::kAuto) {
     p.o_prefetch = rows > kPrefetchMaxRows ? OPrefetch::kNone

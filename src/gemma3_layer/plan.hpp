@@ -16,6 +16,8 @@ enum class QkvKernel { kSplitk, kCublas };
 // The values are the o_prefetch override's (off, attention, projection).
 enum class OPrefetch : int8_t { kNone = 0, kAttention = 1, kProjection = 2 };
 
+struct LayerBuffers;  // operands.hpp
+
 struct LayerPlan {
   QkvKernel qkv = QkvKernel::kCublas;  // split-K kernel with norm and RoPE in its epilogue, or cuBLASLt + the pass
   SplitkProjPlan splitk;               // qkv == kSplitk: its tiling
@@ -32,8 +34,9 @@ struct LayerPlan {
 };
 
 // The q|k|v step's part of a plan alone (qkv, splitk, v_first, qkv_one_gemm, kv_batched and their choices).
-void plan_qkv_step(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const detail::DeviceInfo& dev,
-                   const detail::Overrides& ov, LayerPlan* plan);
+// `ws`: the workspace layout the step writes its packed rows into (its sizes and alignment are what count).
+void plan_qkv_step(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const LayerBuffers& ws,
+                   const detail::DeviceInfo& dev, const detail::Overrides& ov, LayerPlan* plan);
 // gk_gemma3_attend: whether its attention asks L2 for W_o ahead of the O projection (the layer's rule; a pin of
 // either asker means this one).
 bool attend_prefetches_o(const Gemma3AttentionConfig& c, const detail::Overrides& ov);

@@ -2,7 +2,6 @@
 // the same steps as the fused layer (steps.hpp), each call with a workspace of its own.
 #include "api/handle.hpp"
 #include "common/status_util.hpp"
-#include "common/tensor_check.hpp"
 #include "gemma3_layer/steps.hpp"
 #include "gemma3_layer/validate.hpp"
 
@@ -13,14 +12,6 @@ namespace {
 constexpr const char* kQkvOp = "gemma3_qkv";
 constexpr const char* kAttendOp = "gemma3_attend";
 using bf16 = __nv_bfloat16;
-
-// The call writes its workspace while reading or writing these: none may share a byte with it.
-Status check_apart(const char* op, void* workspace, size_t workspace_bytes,
-                   std::initializer_list<std::pair<const char*, const gk_tensor*>> tensors) {
-  const int64_t elems = static_cast<int64_t>(workspace_bytes / 2);  // as bf16 elements
-  const gk_tensor view = gk_tensor_contiguous(workspace, GK_DTYPE_BF16, 1, &elems);
-  return detail::check_no_overlap(op, "workspace", view, tensors);
-}
 
 // The qkv call's tensors as the layer's (the steps read them from there); the attention's are not used.
 Gemma3AttentionTensors layer_view(const Gemma3QkvTensors& t) {
@@ -57,17 +48,18 @@ Status gemma3_qkv_forward(gk_handle_t handle, const Gemma3AttentionConfig& c, co
   GK_RETURN_IF_ERROR(gemma3_qkv_check(c, t, cache));
   GK_RETURN_IF_ERROR(detail::check_call(kQkvOp, handle, workspace, workspace_bytes,
                                         gemma3::carve_layer(c, nullptr, gemma3::LayerSteps::kQkv).bytes));
-  GK_RETURN_IF_ERROR(check_apart(kQkvOp, workspace, workspace_bytes, {{"q_out", &t.q_out}}));
+  GK_RETURN_IF_ERROR(gemma3::check_workspace_apart(kQkvOp, workspace, workspace_bytes, {{"q_out", &t.q_out}}));
   if (cache != nullptr) {
     GK_RETURN_IF_ERROR(gemma3::check_workspace_apart(kQkvOp, workspace, workspace_bytes, *cache));
   } else {
-    GK_RETURN_IF_ERROR(check_apart(kQkvOp, workspace, workspace_bytes, {{"k_out", &t.k_out}, {"v_out", &t.v_out}}));
+    GK_RETURN_IF_ERROR(gemma3::check_workspace_apart(kQkvOp, workspace, workspace_bytes,
+                                                     {{"k_out", &t.k_out}, {"v_out", &t.v_out}}));
   }
   auto stream = reinterpret_cast<cudaStream_t>(stream_in);
   const Gemma3AttentionTensors lt = layer_view(t);
-  gemma3::LayerPlan plan;
-  gemma3::plan_qkv_step(c, lt, handle->device_info, handle->overrides, &plan);
   const gemma3::LayerBuffers ws = gemma3::carve_layer(c, workspace, gemma3::LayerSteps::kQkv);
+  gemma3::LayerPlan plan;
+  gemma3::plan_qkv_step(c, lt, ws, handle->device_info, handle->overrides, &plan);
 
   gemma3::QkvStep step;
   GK_RETURN_IF_ERROR(gemma3::prepare_qkv_step(c, lt, ws, plan, nullptr, 0, &step));
@@ -101,7 +93,8 @@ Status gemma3_attend_forward(gk_handle_t handle, const Gemma3AttentionConfig& c,
   GK_RETURN_IF_ERROR(detail::check_call(kAttendOp, handle, workspace, workspace_bytes,
                                         gemma3::carve_layer(c, nullptr, gemma3::LayerSteps::kAttend).bytes));
   GK_RETURN_IF_ERROR(gemma3::check_workspace_apart(kAttendOp, workspace, workspace_bytes, cache));
-  GK_RETURN_IF_ERROR(check_apart(kAttendOp, workspace, workspace_bytes, {{"query", &t.query}, {"out", &t.out}}));
+  GK_RETURN_IF_ERROR(gemma3::check_workspace_apart(kAttendOp, workspace, workspace_bytes,
+                                                   {{"query", &t.query}, {"out", &t.out}}));
   auto stream = reinterpret_cast<cudaStream_t>(stream_in);
   const gemma3::LayerBuffers ws = gemma3::carve_layer(c, workspace, gemma3::LayerSteps::kAttend);
   const int64_t D = c.head_dim, Hq = c.num_q_heads, S = c.seq_len;

@@ -4,6 +4,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <initializer_list>
+#include <utility>
+
 #include "attention/attention.hpp"
 #include "common/kernel_launch.hpp"
 #include "gemma3_layer/head_scatter.hpp"
@@ -37,7 +40,10 @@ void use_cache(const Gemma3AttentionConfig& c, const KvCache& cache, AttentionPa
 Status plan_cached_attention(gk_handle_t handle, const AttentionParams& ap, int head_dim, int64_t max_keys,
                              AttentionPlan* plan);
 
-// The call writes its workspace while it reads the cache: no byte of the cache may lie in it.
+// The call writes its workspace while it reads or writes these: none may share a byte with it.
+Status check_workspace_apart(const char* op, void* workspace, size_t workspace_bytes,
+                             std::initializer_list<std::pair<const char*, const gk_tensor*>> tensors);
+// ... the cache's tensors, in particular.
 Status check_workspace_apart(const char* op, void* workspace, size_t workspace_bytes, const KvCache& cache);
 
 // out = ws.attn W_o^T (cuBLASLt).

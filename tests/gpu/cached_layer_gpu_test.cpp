@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "device_buffer.hpp"
 #include "fill.hpp"
 #include "gpu_test_util.hpp"
 #include "judge.hpp"
@@ -25,14 +26,12 @@ constexpr int64_t kHidden = 256, kHq = 4, kHkv = 2, kD = 128, kMaxLen = 320;
 
 using Rng = gk_testkit::NormalDraws;
 
+// A typed view of the testkit's device buffer.
 template <class T>
 struct Device {
-  T* p = nullptr;
-  size_t n = 0;
-  explicit Device(size_t count) : n(count) {
-    if (cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(T) + 16) != cudaSuccess) p = nullptr;
-  }
-  ~Device() { cudaFree(p); }
+  gk_testkit::DeviceBuffer buf;
+  T* p;
+  explicit Device(size_t count) : buf(count * sizeof(T)), p(buf.as<T>()) {}
 };
 
 void to_device(const std::vector<float>& f, Device<bf16>& d) {
@@ -50,6 +49,40 @@ std::vector<float> to_host(const Device<bf16>& d, size_t n) {
 
 gk_tensor desc(void* p, gk_dtype t, std::vector<int64_t> shape) {
   return gk_tensor_contiguous(p, t, static_cast<int32_t>(shape.size()), shape.data());
+}
+
+// The layer's tensors for config c over device buffers (activations and output [B, S, ...], weights of c's shapes),
+// and a cache of max_len tokens per sequence over k, v and the lengths.
+struct LayerPointers {
+  const bf16 *hs, *cos, *sin, *wq, *wk, *wv, *wo, *qn, *kn;
+  bf16* out;
+};
+gk_gemma3_attention_tensors layer_tensors(const gk_gemma3_attention_config& c, const LayerPointers& p) {
+  const int64_t B = c.batch, S = c.seq_len, D = c.head_dim, H = c.hidden;
+  const auto t = [](const bf16* ptr, std::vector<int64_t> shape) {
+    return desc(const_cast<bf16*>(ptr), GK_DTYPE_BF16, std::move(shape));
+  };
+  gk_gemma3_attention_tensors l{};
+  l.hidden_states = t(p.hs, {B, S, H});
+  l.cos = t(p.cos, {B, S, D});
+  l.sin = t(p.sin, {B, S, D});
+  l.q_proj_weight = t(p.wq, {c.num_q_heads * D, H});
+  l.k_proj_weight = t(p.wk, {c.num_kv_heads * D, H});
+  l.v_proj_weight = t(p.wv, {c.num_kv_heads * D, H});
+  l.o_proj_weight = t(p.wo, {H, c.num_q_heads * D});
+  l.q_norm_weight = t(p.qn, {D});
+  l.k_norm_weight = t(p.kn, {D});
+  l.out = t(p.out, {B, S, H});
+  return l;
+}
+gk_kv_cache kv_cache(const gk_gemma3_attention_config& c, bf16* k, bf16* v, int* lens, int64_t max_len,
+                     int64_t max_cached) {
+  gk_kv_cache cache{};
+  cache.k_cache = desc(k, GK_DTYPE_BF16, {c.batch, c.num_kv_heads, max_len, c.head_dim});
+  cache.v_cache = desc(v, GK_DTYPE_BF16, {c.batch, c.num_kv_heads, max_len, c.head_dim});
+  cache.cache_seqlens = desc(lens, GK_DTYPE_I32, {c.batch});
+  cache.max_cached = max_cached;
+  return cache;
 }
 
 class CachedLayer : public GpuTest {};
@@ -93,29 +126,16 @@ void run_calls(cudaStream_t stream, gk_handle_t handle, uint64_t seed, gk_mask_m
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
 
     gk_gemma3_attention_config c{B, S, kHidden, kHq, kHkv, kD, softcap, 1e-6f, 1.f, 0.f, mode, window};
-    gk_gemma3_attention_tensors t{};
-    t.hidden_states = desc(d_hs.p, GK_DTYPE_BF16, {B, S, kHidden});
-    t.cos = desc(d_cos.p, GK_DTYPE_BF16, {B, S, kD});
-    t.sin = desc(d_sin.p, GK_DTYPE_BF16, {B, S, kD});
-    t.q_proj_weight = desc(d_wq.p, GK_DTYPE_BF16, {kHq * kD, kHidden});
-    t.k_proj_weight = desc(d_wk, GK_DTYPE_BF16, {kHkv * kD, kHidden});
-    t.v_proj_weight = desc(d_wv, GK_DTYPE_BF16, {kHkv * kD, kHidden});
-    t.o_proj_weight = desc(d_wo.p, GK_DTYPE_BF16, {kHidden, kHq * kD});
-    t.q_norm_weight = desc(d_qn.p, GK_DTYPE_BF16, {kD});
-    t.k_norm_weight = desc(d_kn.p, GK_DTYPE_BF16, {kD});
-    t.out = desc(d_out.p, GK_DTYPE_BF16, {B, S, kHidden});
-    gk_kv_cache cache{};
-    cache.k_cache = desc(d_k.p, GK_DTYPE_BF16, {B, kHkv, kMaxLen, kD});
-    cache.v_cache = desc(d_v.p, GK_DTYPE_BF16, {B, kHkv, kMaxLen, kD});
-    cache.cache_seqlens = desc(d_lens.p, GK_DTYPE_I32, {B});
-    cache.max_cached = std::max(lens[0], lens[1]);
+    const gk_gemma3_attention_tensors t =
+        layer_tensors(c, {d_hs.p, d_cos.p, d_sin.p, d_wq.p, d_wk, d_wv, d_wo.p, d_qn.p, d_kn.p, d_out.p});
+    const gk_kv_cache cache = kv_cache(c, d_k.p, d_v.p, d_lens.p, kMaxLen, std::max(lens[0], lens[1]));
     size_t ws_bytes = 0, qkv_bytes = 0, attend_bytes = 0;
     GK_ASSERT_OK(gk::gemma3_attention_workspace_size(c, &ws_bytes));
     GK_ASSERT_OK(gk::gemma3_qkv_workspace_size(c, &qkv_bytes));
     GK_ASSERT_OK(gk::gemma3_attend_workspace_size(c, &attend_bytes));
     ws_bytes = std::max({ws_bytes, qkv_bytes, attend_bytes});
-    Device<unsigned char> ws(ws_bytes + 256);
-    void* ws_aligned = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(ws.p) + 255) / 256 * 256);
+    gk_testkit::DeviceBuffer ws(ws_bytes);  // cudaMalloc's alignment is the 256 bytes the calls want
+    void* const ws_ptr = ws.get();
     const auto k_before = to_host(d_k, cache_n), v_before = to_host(d_v, cache_n);
     Device<bf16> d_q(B * kHq * S * kD), d_knew(B * kHkv * S * kD), d_vnew(B * kHkv * S * kD);
     const gk_gemma3_qkv_tensors qt{t.hidden_states, t.cos, t.sin, t.q_proj_weight, t.k_proj_weight, t.v_proj_weight,
@@ -125,14 +145,14 @@ void run_calls(cudaStream_t stream, gk_handle_t handle, uint64_t seed, gk_mask_m
     const gk_gemma3_attend_tensors at{qt.q_out, t.o_proj_weight, t.out};
     switch (form) {
       case Form::kFused:
-        GK_ASSERT_OK(gk::gemma3_attention_forward_cached(handle, c, t, cache, ws_aligned, ws_bytes, stream));
+        GK_ASSERT_OK(gk::gemma3_attention_forward_cached(handle, c, t, cache, ws_ptr, ws_bytes, stream));
         break;
       case Form::kSplitIntoCache:
-        GK_ASSERT_OK(gk::gemma3_qkv_forward(handle, c, qt, &cache, ws_aligned, ws_bytes, stream));
-        GK_ASSERT_OK(gk::gemma3_attend_forward(handle, c, at, cache, ws_aligned, ws_bytes, stream));
+        GK_ASSERT_OK(gk::gemma3_qkv_forward(handle, c, qt, &cache, ws_ptr, ws_bytes, stream));
+        GK_ASSERT_OK(gk::gemma3_attend_forward(handle, c, at, cache, ws_ptr, ws_bytes, stream));
         break;
       case Form::kSplitOutputs:
-        GK_ASSERT_OK(gk::gemma3_qkv_forward(handle, c, qt, nullptr, ws_aligned, ws_bytes, stream));
+        GK_ASSERT_OK(gk::gemma3_qkv_forward(handle, c, qt, nullptr, ws_ptr, ws_bytes, stream));
         for (int64_t b = 0; b < B; ++b) {  // the caller's own cache update: S rows per head after lens[b]
           for (int64_t h = 0; h < kHkv; ++h) {
             const size_t src = size_t((b * kHkv + h) * S * kD), dst = size_t(((b * kHkv + h) * kMaxLen + lens[b]) * kD);
@@ -142,7 +162,7 @@ void run_calls(cudaStream_t stream, gk_handle_t handle, uint64_t seed, gk_mask_m
                                       stream), cudaSuccess);
           }
         }
-        GK_ASSERT_OK(gk::gemma3_attend_forward(handle, c, at, cache, ws_aligned, ws_bytes, stream));
+        GK_ASSERT_OK(gk::gemma3_attend_forward(handle, c, at, cache, ws_ptr, ws_bytes, stream));
         break;
     }
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess) << what;
@@ -248,22 +268,9 @@ void run_decode(cudaStream_t stream, gk_handle_t handle, uint64_t seed, int64_t 
   ASSERT_EQ(cudaMemcpy(d_lens.p, lens32.data(), B * sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
 
   gk_gemma3_attention_config c{B, S, hidden, Hq, Hkv, D, softcap, 1e-6f, 1.f, 0.f, GK_MASK_CAUSAL, window};
-  gk_gemma3_attention_tensors t{};
-  t.hidden_states = desc(d_hs.p, GK_DTYPE_BF16, {B, S, hidden});
-  t.cos = desc(d_cos.p, GK_DTYPE_BF16, {B, S, D});
-  t.sin = desc(d_sin.p, GK_DTYPE_BF16, {B, S, D});
-  t.q_proj_weight = desc(d_wq.p, GK_DTYPE_BF16, {Hq * D, hidden});
-  t.k_proj_weight = desc(d_wk.p, GK_DTYPE_BF16, {Hkv * D, hidden});
-  t.v_proj_weight = desc(d_wv.p, GK_DTYPE_BF16, {Hkv * D, hidden});
-  t.o_proj_weight = desc(d_wo.p, GK_DTYPE_BF16, {hidden, Hq * D});
-  t.q_norm_weight = desc(d_qn.p, GK_DTYPE_BF16, {D});
-  t.k_norm_weight = desc(d_kn.p, GK_DTYPE_BF16, {D});
-  t.out = desc(d_out.p, GK_DTYPE_BF16, {B, S, hidden});
-  gk_kv_cache cache{};
-  cache.k_cache = desc(d_k.p, GK_DTYPE_BF16, {B, Hkv, max_len, D});
-  cache.v_cache = desc(d_v.p, GK_DTYPE_BF16, {B, Hkv, max_len, D});
-  cache.cache_seqlens = desc(d_lens.p, GK_DTYPE_I32, {B});
-  cache.max_cached = 4097;
+  const gk_gemma3_attention_tensors t =
+      layer_tensors(c, {d_hs.p, d_cos.p, d_sin.p, d_wq.p, d_wk.p, d_wv.p, d_wo.p, d_qn.p, d_kn.p, d_out.p});
+  gk_kv_cache cache = kv_cache(c, d_k.p, d_v.p, d_lens.p, max_len, 4097);
   // Left padding: sequence 0's first 5 keys (past its new tokens where S < 5: its queries then see nothing), 1's
   // one cached key, 2's first 2000.
   const std::vector<int64_t> starts = {5, 1, 2000};
@@ -282,12 +289,12 @@ void run_decode(cudaStream_t stream, gk_handle_t handle, uint64_t seed, int64_t 
       dims, in, {k_ref.data(), v_ref.data(), max_len, lens.data(), padded ? starts.data() : nullptr}, ref.data()));
   size_t ws_bytes = 0;
   GK_ASSERT_OK(gk::gemma3_attention_workspace_size(c, &ws_bytes));
-  Device<unsigned char> ws(ws_bytes + 256);
-  void* ws_aligned = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(ws.p) + 255) / 256 * 256);
+  gk_testkit::DeviceBuffer ws(ws_bytes);
+  void* const ws_ptr = ws.get();
   for (const char* pin : {"", "attention.kernel=sm80"}) {
     GK_ASSERT_OK(gk::set_overrides(handle, pin));
     // The call writes the same new k and v into the same slots each time.
-    GK_ASSERT_OK(gk::gemma3_attention_forward_cached(handle, c, t, cache, ws_aligned, ws_bytes, stream));
+    GK_ASSERT_OK(gk::gemma3_attention_forward_cached(handle, c, t, cache, ws_ptr, ws_bytes, stream));
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess) << what << " " << pin;
     const auto out = to_host(d_out, ref.size());
     const auto j = gk_testkit::judge_host(out.data(), ref.data(), int64_t(ref.size()), 0.05, 0.05);
