@@ -322,6 +322,7 @@ void use_cache(const Gemma3AttentionConfig& c, const KvCache& cache, AttentionPa
   ap->k_head_stride = ap->v_head_stride = max_len * D;
   ap->k_batch_stride = ap->v_batch_stride = Hkv * max_len * D;
   ap->kv_lens = static_cast<const int*>(cache.cache_seqlens.data);
+  ap->kv_starts = static_cast<const int*>(cache.cache_starts.data);
   ap->kv_capacity = static_cast<int>(max_len);
   // The window applies across cached and new keys (attention_params judged it by the new tokens alone).
   if (c.mask_mode == GK_MASK_CAUSAL && c.sliding_window > 0 && c.sliding_window < cache.max_cached + c.seq_len) {
@@ -355,7 +356,7 @@ Status check_workspace_apart(const char* op, void* workspace, size_t workspace_b
 Status check_workspace_apart(const char* op, void* workspace, size_t workspace_bytes, const KvCache& cache) {
   return check_workspace_apart(op, workspace, workspace_bytes,
                                {{"k_cache", &cache.k_cache}, {"v_cache", &cache.v_cache},
-                                {"cache_seqlens", &cache.cache_seqlens}});
+                                {"cache_seqlens", &cache.cache_seqlens}, {"cache_starts", &cache.cache_starts}});
 }
 
 Status run_o_projection(gk_handle_t handle, const Gemma3AttentionConfig& c, const LayerBuffers& ws,
