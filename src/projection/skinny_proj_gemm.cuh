@@ -3,11 +3,9 @@
 // share of K; a cluster of CTAs along z splits K and reduces the partial tiles through distributed shared memory
 // (device::splitk), then runs the same head-row epilogue as the 128-row split-K kernel (head_row.cuh).
 //
-// Mainloop: each warp owns kGroups groups of 8 weight rows; lanes 4r..4r+3 copy 64 contiguous bytes of row r per
-// 32-column chunk (16 bytes each, cp.async past L1: the weights are read once) into a ring of its own in shared
-// memory, kStages sets of 8 copies per lane deep, so that the bytes in flight do not live in registers (a first form
-// with the loads in registers kept ~40 KB in flight per SM and streamed at 1.55 TB/s, perf log v32). A lane reads
-// back only what it copied itself, so the ring needs no barrier. The chunk feeds two m16n8k16 MMAs with K
+// Mainloop: no shared memory and no TMA. Each warp owns kGroups groups of 8 weight rows; lanes 4r..4r+3 read 64
+// contiguous bytes of row r per 32-column chunk (one 16-byte load each, not allocated in L1: the weights are read
+// once), a set of 8 such loads in flight per lane before any arithmetic. The chunk feeds two m16n8k16 MMAs with K
 // permuted: a lane's 8 consecutive values serve the k slots it owns in both MMAs, and the activation fragments are
 // read with the same permutation (a dot product does not depend on the order of its terms' k). The activations
 // (<= 16 rows) are small and every warp reads the same ones: they stay in L1.
@@ -35,19 +33,18 @@ struct SkinnyProjTraits {
   static constexpr int kCols = kUnit / 32;                // epilogue columns per lane
   static constexpr int kPartialStride = kUnit + 4;        // floats per parked row: the pad spreads rows over banks
   static constexpr int kRowsPerWarp = kRows / kWarps;     // epilogue rows of a warp without a split
-  static constexpr int kLoads = kGroups * kChunksPerSet;  // 16-byte copies per lane and set: 8
-  static constexpr int kStages = 3;
-  static constexpr uint32_t kSetBytes = kLoads * 32 * 16;  // a warp's set: 4 KB
-  static constexpr size_t kSmemBytes = size_t(kStages) * kWarps * kSetBytes;  // 96 KB; the partials reuse it
-  static_assert(size_t(kRows) * kPartialStride * 4 <= kSmemBytes, "the partials fit in the ring");
   static_assert(kUnit == 128 || kUnit == 256, "a unit of 128 or 256 columns");
 };
 
 namespace skinny_detail {
 
-// 16 bytes into shared memory past L1 (zeros where !valid), with a 256-byte L2 fetch: a quad's next chunks follow.
-__device__ __forceinline__ void copy_stream(uint32_t dst, const __nv_bfloat16* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+// 16 bytes read once: not allocated in L1, with a 256-byte L2 fetch (a quad's next chunks follow).
+__device__ __forceinline__ uint4 load_stream(const __nv_bfloat16* p) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
+  return r;
 }
 
 __device__ __forceinline__ uint32_t word(const uint4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
@@ -60,9 +57,7 @@ __global__ void __launch_bounds__(SkinnyProjTraits<kUnit>::kThreads, 2) skinny_p
   using Tr = SkinnyProjTraits<kUnit>;
   using bf16 = __nv_bfloat16;
   using namespace skinny_detail;
-  extern __shared__ __align__(128) unsigned char smem_raw[];
-  const uint32_t ring = device::smem_addr(smem_raw);
-  float* const parked = reinterpret_cast<float*>(smem_raw);  // after the mainloop
+  __shared__ __align__(16) float parked[Tr::kRows * Tr::kPartialStride];
 
   // Selects, not p.x[seg]: a dynamic index into the parameter block would copy it to local memory.
   const int tile = blockIdx.x;
@@ -86,57 +81,29 @@ __global__ void __launch_bounds__(SkinnyProjTraits<kUnit>::kThreads, 2) skinny_p
 #pragma unroll
   for (int j = 0; j < Tr::kGroups; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
-  // Copy i of a set is chunk i / kGroups of group i % kGroups; a lane's copies of a set lie 512 bytes apart.
-  const uint32_t lane_ring = ring + warp * Tr::kSetBytes + lane * 16;
-  const auto slot = [&](int stage, int i) { return lane_ring + stage * Tr::kWarps * Tr::kSetBytes + i * 512; };
-  const int sets = (c1 - c0 + Tr::kChunksPerSet - 1) / Tr::kChunksPerSet;
-  const auto issue = [&](int set) {
-    const int c = c0 + set * Tr::kChunksPerSet, stage = set % Tr::kStages;
-#pragma unroll
-    for (int i = 0; i < Tr::kLoads; ++i) {
-      const int u = i / Tr::kGroups, j = i % Tr::kGroups;
-      copy_stream(slot(stage, i), w + j * 8 * K + int64_t(c + u) * Tr::kChunk, c + u < c1);
-    }
-  };
-#pragma unroll
-  for (int set = 0; set < Tr::kStages - 1; ++set) {  // one group per stage, empty or not, so the waits count evenly
-    if (set < sets) issue(set);
-    device::cp_async_commit();
-  }
   const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-  for (int set = 0; set < sets; ++set) {
-    const int c = c0 + set * Tr::kChunksPerSet;
-    uint4 lo[Tr::kChunksPerSet], hi[Tr::kChunksPerSet];  // requested before the wait: their latency overlaps it
+  for (int c = c0; c < c1; c += Tr::kChunksPerSet) {
+    uint4 wv[Tr::kChunksPerSet][Tr::kGroups], lo[Tr::kChunksPerSet], hi[Tr::kChunksPerSet];
 #pragma unroll
     for (int u = 0; u < Tr::kChunksPerSet; ++u) {
       const bool live = c + u < c1;  // uniform per warp
       const int64_t k = int64_t(c + u) * Tr::kChunk;
+#pragma unroll
+      for (int j = 0; j < Tr::kGroups; ++j) wv[u][j] = live ? load_stream(w + j * 8 * K + k) : zero;
       lo[u] = live && lo_live ? __ldg(reinterpret_cast<const uint4*>(a_lo + k)) : zero;
       hi[u] = live && hi_live ? __ldg(reinterpret_cast<const uint4*>(a_hi + k)) : zero;
     }
-    device::cp_async_wait<Tr::kStages - 2>();  // this set's copies have landed
-    // The slot of the set before, whose reads fed last iteration's MMAs, takes the set kStages - 1 ahead.
-    if (set + Tr::kStages - 1 < sets) issue(set + Tr::kStages - 1);
-    device::cp_async_commit();
-    const int stage = set % Tr::kStages;
 #pragma unroll
     for (int u = 0; u < Tr::kChunksPerSet; ++u) {
-      uint4 wv[Tr::kGroups];
-#pragma unroll
-      for (int j = 0; j < Tr::kGroups; ++j) wv[j] = device::ld_shared_v4(slot(stage, u * Tr::kGroups + j));
 #pragma unroll
       for (int s = 0; s < 2; ++s) {
         // The lane's values 4s..4s+3 of its chunk are its k slots 2q, 2q+1 (word 2s) and 2q+8, 2q+9 (word 2s+1).
         const uint32_t a[4] = {word(lo[u], 2 * s), word(hi[u], 2 * s), word(lo[u], 2 * s + 1), word(hi[u], 2 * s + 1)};
 #pragma unroll
-        for (int j = 0; j < Tr::kGroups; ++j) {
-          device::mma_bf16_16816(acc[j], a, word(wv[j], 2 * s), word(wv[j], 2 * s + 1));
-        }
+        for (int j = 0; j < Tr::kGroups; ++j) device::mma_bf16_16816(acc[j], a, word(wv[u][j], 2 * s), word(wv[u][j], 2 * s + 1));
       }
     }
   }
-  device::cp_async_wait<0>();
-  __syncthreads();  // every warp is done with its ring: the partials take its place
 
   // Park the partial tile: the lane holds rows g, g + 8 and columns 2q, 2q + 1 of each of its warp's groups.
 #pragma unroll
