@@ -162,8 +162,8 @@ GK_API gk_status gk_gemma3_attention_forward(gk_handle_t handle, const gk_gemma3
                                              size_t workspace_bytes, gk_stream_t stream);
 
 /* A key/value cache in Hugging Face's StaticCache layout, for a call that adds seq_len new tokens per sequence
- * after the ones already cached. All three tensors are device memory of the handle's device (not checked: that
- * needs the device), apart from the workspace and every other tensor of the call. */
+ * after the ones already cached. Its tensors are device memory of the handle's device (not checked: that needs the
+ * device), apart from the workspace and every other tensor of the call. */
 typedef struct gk_kv_cache {
   gk_tensor k_cache;       /* bf16 [B, Hkv, max_len, D], contiguous, 16-byte aligned */
   gk_tensor v_cache;       /* the same shape */
@@ -171,6 +171,9 @@ typedef struct gk_kv_cache {
   int64_t max_cached;      /* the caller's bound on every cache_seqlens[b] (the lengths stay on the device); the call
                               checks max_cached + seq_len <= max_len, and never writes past max_len whatever the
                               device lengths hold */
+  gk_tensor cache_starts;  /* optional (null data: none): int32 [B] in device memory, the first key each sequence's
+                              queries see; keys before it (a left-padded batch's pad tokens) are hidden from every
+                              query. A query that sees no key at all (a pad token's own query) gives zeros. */
 } gk_kv_cache;
 
 /* The layer for new tokens with a cache: hidden_states, cos and sin [B, S, ...] describe the S new tokens of each

@@ -124,6 +124,7 @@ class KvCache(ctypes.Structure):
         ("v_cache", Tensor),
         ("cache_seqlens", Tensor),
         ("max_cached", ctypes.c_int64),
+        ("cache_starts", Tensor),
     ]
 
 

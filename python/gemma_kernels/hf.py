@@ -15,10 +15,11 @@ one warning names them. What a switched module runs:
 - every other cache layer HF ships (DynamicCache's full and sliding-window layers, StaticCache's sliding-window
   layers): gemma3_qkv, then the cache's own update, then gemma3_attend over the keys and values it returns.
 With a cache the mask comes from the cache's lengths (causal, and the window on local layers), not from HF's mask
-tensor, so the model's 2-D attention mask must be all ones: a padded batch (left padding) runs the stock forward.
-A call that the library cannot take - a padded batch or a custom 4-D mask with a cache, an offloaded cache, weights
-not in bf16, flash/flex attention's masks, training mode - runs the module's original forward instead and warns once
-per module and reason. Each switched module counts its library calls in `_gk_fused_calls`.
+tensor: the model's 2-D attention mask must be all ones or left padding (each row's zeros first; the pad keys are
+then hidden per sequence, and a pad token's own query gives zeros). A call that the library cannot take - another
+mask with a cache (right padding, a custom 4-D mask), an offloaded cache, weights not in bf16, flash/flex
+attention's masks, training mode - runs the module's original forward instead and warns once per module and
+reason. Each switched module counts its library calls in `_gk_fused_calls`.
 `attn_logit_softcapping` from the config is applied (HF's own Gemma3 attention does not apply it).
 
 `use_gemma_kernels(model, pack_qkv=True)` also moves each module's q, k and v weights into one allocation
@@ -91,29 +92,36 @@ def _call_reason(self, hidden_states, position_embeddings, attention_mask, cache
 
 
 class _MaskState:
-    """What the switched text model's current forward was given as its attention mask: "causal" (none, or a 2-D
-    padding mask of all ones), "padded" or "other" (a custom 4-D mask). Read by its attention modules when a cache
-    is present, where the library applies the causal mask (and window) from the cache's lengths itself."""
+    """What the switched text model's current forward was given as its attention mask, for calls with a cache (where
+    the library applies the causal mask and window from the cache's lengths itself): "causal" (none, or a 2-D mask of
+    ones), "padded" (a 2-D mask whose zeros are each row's prefix: left padding; `starts` then holds each row's pad
+    count, int32 on the device) or "other" (zeros elsewhere, or a custom 4-D mask)."""
 
     def __init__(self):
-        self.mask = "causal"
-        self.pending = None  # generate's 2-D mask, seen before it became a dict of 4-D masks (compileable caches)
+        self.mask, self.starts = "causal", None
+        self.pending = None  # generate's 2-D mask as (kind, starts), seen before it became a dict of 4-D masks
 
 
-def _mask_kind(mask) -> str:
+def _mask_kind(mask):
+    """(kind, starts) of a model call's attention mask (see _MaskState)."""
     if mask is None:
-        return "causal"
+        return "causal", None
     if isinstance(mask, torch.Tensor) and mask.dim() == 2:
-        return "causal" if bool(mask.all()) else "padded"  # one host sync per model call, as HF's own mask check
-    return "other"
+        starts = (mask.cumsum(-1) == 0).sum(-1)  # each row's leading zeros
+        # One host sync per model call (HF's own mask preparation makes one too): all ones, or zeros only leading.
+        ones, left = torch.stack([mask.bool().all(), (mask.sum(-1) + starts == mask.shape[-1]).all()]).tolist()
+        if ones:
+            return "causal", None
+        return ("padded", starts.to(torch.int32)) if left else ("other", None)
+    return "other", None
 
 
 def _model_pre_hook(state, module, args, kwargs):
     mask = kwargs.get("attention_mask", args[1] if len(args) > 1 else None)
     if isinstance(mask, dict) and state.pending is not None:  # built by generate from the 2-D mask it was given
-        state.mask = state.pending
+        state.mask, state.starts = state.pending
     else:
-        state.mask = _mask_kind(mask)
+        state.mask, state.starts = _mask_kind(mask)
     state.pending = None
 
 
@@ -134,7 +142,7 @@ def _wrap_prepare_inputs(model, state):
 
         token_types = arg("token_type_ids")
         images = arg("pixel_values") is not None or (token_types is not None and bool((token_types != 0).any()))
-        state.pending = "other" if images else _mask_kind(arg("attention_mask"))
+        state.pending = ("other", None) if images else _mask_kind(arg("attention_mask"))
         return original(*args, **kwargs)
 
     model._gk_prepare_inputs = model.__dict__.get("prepare_inputs_for_generation")  # an instance's own, if any
@@ -169,10 +177,8 @@ def _cache_reason(self, cache_form):
     state = getattr(self, "_gk_state", None)
     if state is None:
         return "a KV cache in a module called outside the Gemma3 text model that use_gemma_kernels switched"
-    if state.mask == "padded":
-        return "a padded batch (a 2-D attention mask with zeros) with a KV cache"
-    if state.mask != "causal":
-        return "a custom attention mask with a KV cache"
+    if state.mask == "other":
+        return "an attention mask other than left padding with a KV cache"
     if not getattr(self, "is_causal", True):
         return "bidirectional attention with a KV cache"
     return cache_form[1]
@@ -181,9 +187,10 @@ def _cache_reason(self, cache_form):
 def _cached_forward(self, hidden_states, cos, sin, past_key_values, form, softcap):
     """The layer for new tokens with a cache (see the module's docstring), `form` as _cache_form gave it; returns the
     output [B, S, hidden]."""
-    from transformers.cache_utils import StaticSlidingWindowLayer
+    from transformers.cache_utils import DynamicSlidingWindowLayer, StaticSlidingWindowLayer
 
     batch, seq_len = hidden_states.shape[:2]
+    pads = self._gk_state.starts  # a left-padded batch's pad counts (None: no padding)
     eps, scale = float(self.q_norm.eps), float(self.scaling)
     window = int(self.sliding_window) if getattr(self, "sliding_window", None) else 0
     weights = (self.q_proj.weight, self.k_proj.weight, self.v_proj.weight)
@@ -196,9 +203,10 @@ def _cached_forward(self, hidden_states, cos, sin, past_key_values, form, softca
         lens = layer.cumulative_length.to(torch.int32).expand(batch).contiguous()  # on the device: no sync
         out = hidden_states.new_empty(hidden_states.shape[:-1] + (self.o_proj.weight.shape[0],))
         # The host bound on the length is the capacity: the library clamps inside the cache whatever the length holds.
+        # The cache's slots are the tokens' indices from the first (pad included): the pads lead.
         gemma3_attention_cached_out(hidden_states, cos, sin, *weights, self.o_proj.weight, *norms, layer.keys,
                                     layer.values, lens, out, layer.max_cache_len - seq_len, softcap=softcap,
-                                    rms_norm_eps=eps, query_scale=scale, sliding_window=window)
+                                    rms_norm_eps=eps, query_scale=scale, sliding_window=window, cache_starts=pads)
         layer.cumulative_length.add_(seq_len)
         return out
     q, k, v = gemma3_qkv(hidden_states, cos, sin, *weights, *norms, rms_norm_eps=eps)
@@ -212,8 +220,14 @@ def _cached_forward(self, hidden_states, cos, sin, past_key_values, form, softca
     else:
         cached = keys.shape[-2] - seq_len
     lens = torch.full((batch,), cached, dtype=torch.int32, device=hidden_states.device)
+    if pads is not None:
+        # The pads lead the sequence; a sliding-window layer that has dropped its oldest tokens holds fewer of them.
+        total = (layer.cumulative_length_int if isinstance(layer, StaticSlidingWindowLayer)
+                 else layer.cumulative_length if isinstance(layer, DynamicSlidingWindowLayer) else cached + seq_len)
+        dropped = total - (cached + seq_len)
+        pads = (pads - dropped).clamp(min=0).to(torch.int32) if dropped > 0 else pads
     return gemma3_attend(q, keys.contiguous(), values.contiguous(), lens, self.o_proj.weight, cached, softcap=softcap,
-                         query_scale=scale, sliding_window=window)
+                         query_scale=scale, sliding_window=window, cache_starts=pads)
 
 
 def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask=None, past_key_values=None,

@@ -70,10 +70,11 @@ def _run(lib_prefix: str, op: str, device: torch.device, cfg, tens, workspace: O
     _lib.check(status)
 
 
-def _kv_cache(k_cache, v_cache, cache_seqlens, max_cached: int) -> _lib.KvCache:
+def _kv_cache(k_cache, v_cache, cache_seqlens, max_cached: int, cache_starts=None) -> _lib.KvCache:
     cache = _lib.KvCache()
     cache.k_cache, cache.v_cache, cache.cache_seqlens = _desc(k_cache), _desc(v_cache), _desc(cache_seqlens)
     cache.max_cached = max_cached
+    cache.cache_starts = _desc(cache_starts)  # None: a null descriptor, no left padding
     return cache
 
 
@@ -205,26 +206,29 @@ def gemma3_attention_cached_out(
     query_scale: float = 0.0,
     workspace: Optional[torch.Tensor] = None,
     sliding_window: int = 0,
+    cache_starts: Optional[torch.Tensor] = None,
 ) -> None:
     """The layer for S new tokens per sequence with a key/value cache in StaticCache's layout: k_cache, v_cache
     [B, Hkv, max_len, D] bf16, cache_seqlens [B] int32 on the device (tokens cached before the call; not updated),
     max_cached a host bound on them (max_cached + S <= max_len). The new tokens' k and v are written into the cache
     at cache_seqlens[b] + s, and each new query attends over cached and new keys (causal, optionally within
-    sliding_window, or all of them with is_causal False); cos/sin hold the new tokens' positions."""
+    sliding_window, or all of them with is_causal False); cos/sin hold the new tokens' positions. cache_starts
+    (int32 [B] on the device, optional): each sequence's first real key (a left-padded batch); keys before it are
+    hidden, and a query that sees no key gives zeros."""
     tensors = (hidden_states, cos, sin, None, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight,
                q_norm_weight, k_norm_weight, out)
-    device = _device_of("gemma3_attention_cached", tensors + (k_cache, v_cache, cache_seqlens))
+    device = _device_of("gemma3_attention_cached", tensors + (k_cache, v_cache, cache_seqlens, cache_starts))
     cfg = _gemma3_config(hidden_states, q_proj_weight, k_proj_weight, q_norm_weight, None, is_causal, softcap,
                          rms_norm_eps, norm_weight_offset, query_scale, sliding_window)
     tens = _lib.Gemma3Tensors(*[_desc(t) for t in tensors])
     _run("gk_gemma3_attention", "gemma3_attention_cached", device, cfg, tens, workspace,
-         _kv_cache(k_cache, v_cache, cache_seqlens, max_cached), "_cached")
+         _kv_cache(k_cache, v_cache, cache_seqlens, max_cached, cache_starts), "_cached")
 
 
 @gemma3_attention_cached_out.register_fake
 def _(hidden_states, cos, sin, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, q_norm_weight,
       k_norm_weight, k_cache, v_cache, cache_seqlens, out, max_cached, softcap=0.0, rms_norm_eps=1e-6, is_causal=True,
-      norm_weight_offset=1.0, query_scale=0.0, workspace=None, sliding_window=0):
+      norm_weight_offset=1.0, query_scale=0.0, workspace=None, sliding_window=0, cache_starts=None):
     return None
 
 
@@ -369,21 +373,23 @@ def gemma3_attend_out(
     query_scale: float = 0.0,
     sliding_window: int = 0,
     workspace: Optional[torch.Tensor] = None,
+    cache_starts: Optional[torch.Tensor] = None,
 ) -> None:
     """Attention of S new queries (query [B, Hq, S, D], normalized and rotated: gemma3_qkv's q) over a cache that
     holds each sequence's cache_seqlens[b] earlier tokens followed by the S new ones (k_cache, v_cache
     [B, Hkv, max_len, D], any max_len they fit in: max_cached + S <= max_len), then the O projection into out
-    [B, S, hidden]. New query i sits at position cache_seqlens[b] + i."""
+    [B, S, hidden]. New query i sits at position cache_seqlens[b] + i; cache_starts as for
+    gemma3_attention_cached_out."""
     tensors = (query, o_proj_weight, out)
-    device = _device_of("gemma3_attend", tensors + (k_cache, v_cache, cache_seqlens))
+    device = _device_of("gemma3_attend", tensors + (k_cache, v_cache, cache_seqlens, cache_starts))
     cfg = _attend_config(query, k_cache, o_proj_weight, is_causal, softcap, query_scale, sliding_window)
     _run("gk_gemma3_attend", "gemma3_attend", device, cfg, _lib.Gemma3AttendTensors(*[_desc(t) for t in tensors]),
-         workspace, _kv_cache(k_cache, v_cache, cache_seqlens, max_cached))
+         workspace, _kv_cache(k_cache, v_cache, cache_seqlens, max_cached, cache_starts))
 
 
 @gemma3_attend_out.register_fake
 def _(query, k_cache, v_cache, cache_seqlens, o_proj_weight, out, max_cached, softcap=0.0, is_causal=True,
-      query_scale=0.0, sliding_window=0, workspace=None):
+      query_scale=0.0, sliding_window=0, workspace=None, cache_starts=None):
     return None
 
 
@@ -399,17 +405,18 @@ def gemma3_attend(
     is_causal: bool = True,
     query_scale: float = 0.0,
     sliding_window: int = 0,
+    cache_starts: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """Functional form of gemma3_attend_out: returns a new [B, S, hidden] bf16 tensor."""
     out = query.new_empty((query.shape[0], query.shape[2], o_proj_weight.shape[0]))
     gemma3_attend_out(query, k_cache, v_cache, cache_seqlens, o_proj_weight, out, max_cached, softcap, is_causal,
-                      query_scale, sliding_window)
+                      query_scale, sliding_window, None, cache_starts)
     return out
 
 
 @gemma3_attend.register_fake
 def _(query, k_cache, v_cache, cache_seqlens, o_proj_weight, max_cached, softcap=0.0, is_causal=True, query_scale=0.0,
-      sliding_window=0):
+      sliding_window=0, cache_starts=None):
     return query.new_empty((query.shape[0], query.shape[2], o_proj_weight.shape[0]))
 
 

@@ -68,6 +68,7 @@ struct KeySource {
   int64_t head_stride;
   int64_t keys;
   int64_t p0;
+  int64_t first = 0;  // keys before it are hidden from every query (a left-padded sequence's pad tokens)
 };
 
 // The attention output rows of batch element b, [S, Hq * D] at `attn`, over the given keys.
@@ -86,7 +87,20 @@ void attend(const Gemma3Dims& d, const Gemma3Inputs& in, const std::vector<float
     for (int64_t i = 0; i < S; ++i) {
       const int64_t pos = ks.p0 + i;
       const float* qi = &q[((b * Hq + h) * S + i) * D];
+      // A query that sees no key at all (a pad token's own, before `first`) gives zeros.
+      bool any = false;
+      for (int64_t j = ks.first; j < ks.keys; ++j) {
+        any |= d.mask != Mask::kCausal || (j <= pos && !(d.window > 0 && pos - j >= d.window));
+      }
+      if (!any) {
+        std::fill(&attn[(i * Hq + h) * D], &attn[(i * Hq + h) * D] + D, 0.f);
+        continue;
+      }
       for (int64_t j = 0; j < ks.keys; ++j) {
+        if (j < ks.first) {  // hidden outright: no part in the softmax
+          score[j] = -std::numeric_limits<double>::infinity();
+          continue;
+        }
         const float* kj = kh + j * D;
         double dot = 0.0;
         for (int64_t e = 0; e < D; ++e) dot += double(qi[e]) * double(kj[e]);
@@ -180,7 +194,8 @@ bool gemma3_attention_cached(const Gemma3Dims& d, const Gemma3Inputs& in, const 
       }
     }
     const int64_t base = b * Hkv * cache.max_len * D;
-    const KeySource ks{&cache.k[base], &cache.v[base], cache.max_len * D, len + S, len};
+    const int64_t first = cache.starts != nullptr ? std::clamp<int64_t>(cache.starts[b], 0, len + S) : 0;
+    const KeySource ks{&cache.k[base], &cache.v[base], cache.max_len * D, len + S, len, first};
     attend(d, in, p.q, b, ks, &attn[b * S * Hq * D]);
   }
   const auto y = linear(attn.data(), in.o_proj_weight, B * S, Hq * D, d.hidden);

@@ -61,6 +61,9 @@ struct Gemma3Cache {
   float* v;
   int64_t max_len;
   const int64_t* seqlens;
+  // Optional: per sequence, the first key its queries see (keys before it, a left-padded batch's pad tokens, are
+  // hidden outright; a query that then sees no key gives zeros). Null: 0.
+  const int64_t* starts = nullptr;
 };
 // The layer for dims.seq_len new tokens per sequence with a cache: their k and v go to positions seqlens[b] ..
 // seqlens[b] + seq_len - 1 of the cache, and new query i (at absolute position seqlens[b] + i, which its cos and

@@ -40,6 +40,7 @@ Status create_handle(gk_handle_t* out) {
   GK_RETURN_IF_ERROR(sm_count("gk_handle_create", &h->device_info.sms));
   // Every kernel's shared-memory opt-in is set here, once, so that no call makes that driver call between launches.
   GK_RETURN_IF_ERROR(gemma3::prepare_splitk_proj_kernels(&h->device_info));
+  GK_RETURN_IF_ERROR(gemma3::prepare_skinny_proj_kernels(&h->device_info));
   GK_RETURN_IF_ERROR(gemma3::prepare_attention_kernels());
   GK_RETURN_IF_ERROR(audio::prepare_audio_kernels(&h->device_info));
   // Distinct across handles and processes; random_device may throw where it has no source, and the clock and the

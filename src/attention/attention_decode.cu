@@ -45,7 +45,7 @@ Status prepare_decode_for(AttentionParams p, const AttentionPlan& plan, Attentio
   if (plan.splits > 1) {
     const int64_t rows = int64_t(p.batch) * p.num_q_heads * p.seq_len;
     out->combine = detail::KernelLaunch("attention decode combine launch", decode_combine_kernel<kHeadDim>,
-                                        {dim3(static_cast<unsigned>((rows + 3) / 4)), 128}, p);
+                                        {dim3(static_cast<unsigned>(rows)), 128}, p);
   }
   return Status::Ok();
 }

@@ -71,7 +71,9 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_decode_kernel(const At
   // The cached length clamped as the cache write clamps it (a length past the host's bound stays inside the cache).
   const int cached = max(0, min(p.kv_lens[b], p.kv_capacity - S));
   const int key_len = cached + S;
-  const int lo = MaskPolicy<kMask>::kWindow ? max(0, cached - (p.window - 1)) : 0;
+  // The first key a query sees: the window's, or a left-padded sequence's first real token.
+  const int start = p.kv_starts != nullptr ? max(0, min(p.kv_starts[b], key_len)) : 0;
+  const int lo = max(start, MaskPolicy<kMask>::kWindow ? max(0, cached - (p.window - 1)) : 0);
   const DecodeRange range = decode_range(lo, key_len, gridDim.x, z);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
 
@@ -153,6 +155,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_decode_kernel(const At
                       (MaskPolicy<kMask>::kWindow && key_len - 1 - n0 >= p.window);
     scores_to_logits<kSoftcap, kMask, 2>(acc_s, p, b, nullptr, key_rows, n0, lane, edge, kMaskNone, nullptr, false,
                                          key_len);
+    if (n0 < start) hide_before<2>(acc_s, n0 + 2 * (lane & 3), start);
     softmax.update<2, kDTiles>(acc_s, acc_o, scale);
     uint32_t p_frag[1][4];
     pack_p(acc_s, p_frag);
@@ -241,51 +244,51 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_decode_kernel(const At
   }
 }
 
-// Merges the splits of every query row: one warp per row, a float4 of each 128 columns per lane. The lanes read the
-// splits' (maximum, sum) pairs side by side, then every split's columns go in with its weight from the lane that
-// read it, several loads in flight.
+// Merges the splits of every query row: one CTA per row, its four warps on every fourth split each (a float4 of
+// each 128 columns per lane), several splits' loads in flight per warp, the warps' sums added in shared memory.
 template <int kHeadDim>
 __global__ void __launch_bounds__(128) decode_combine_kernel(const AttentionParams p) {
-  constexpr int kVecs = kHeadDim / 128;  // float4 columns per lane
+  constexpr int kVecs = kHeadDim / 128, kWarps = 4;  // float4 columns per lane
   static_assert(kHeadDim % 128 == 0, "whole float4s per lane");
+  __shared__ float s_m[kWarps], s_l[kWarps];
+  __shared__ float4 s_acc[kWarps][kHeadDim / 4];
   const int64_t rows = int64_t(p.batch) * p.num_q_heads * p.seq_len;
-  const int64_t row = int64_t(blockIdx.x) * 4 + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (row >= rows) return;  // whole warps
+  const int64_t row = blockIdx.x;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int splits = p.decode_splits;
   const float* ml = p.decode_partial + int64_t(splits) * rows * kHeadDim;
   float m = -INFINITY;
-  for (int z = lane; z < splits; z += 32) m = fmaxf(m, ml[(z * rows + row) * 2]);
+  for (int z = threadIdx.x; z < splits; z += 32 * kWarps) m = fmaxf(m, ml[(z * rows + row) * 2]);
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if (lane == 0) s_m[warp] = m;
+  __syncthreads();
+  m = fmaxf(fmaxf(s_m[0], s_m[1]), fmaxf(s_m[2], s_m[3]));
   float4 acc[kVecs];
 #pragma unroll
   for (int c = 0; c < kVecs; ++c) acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
   float l = 0.f;
-  for (int z0 = 0; z0 < splits; z0 += 32) {
-    float w = 0.f;
-    if (z0 + lane < splits) {
-      const float mz = ml[((z0 + lane) * rows + row) * 2];
-      w = mz == -INFINITY ? 0.f : device::ex2_approx(mz - m);  // a split with no key adds nothing
-      l += w * ml[((z0 + lane) * rows + row) * 2 + 1];
-    }
-    const int n = min(32, splits - z0);
 #pragma unroll 4
-    for (int i = 0; i < n; ++i) {
-      const float wi = __shfl_sync(0xffffffffu, w, i);
-      const float* src = p.decode_partial + ((z0 + i) * rows + row) * kHeadDim;
+  for (int z = warp; z < splits; z += kWarps) {
+    const float mz = ml[(z * rows + row) * 2];
+    const float w = mz == -INFINITY ? 0.f : device::ex2_approx(mz - m);  // a split with no key adds nothing
+    l += w * ml[(z * rows + row) * 2 + 1];
+    const float* src = p.decode_partial + (z * rows + row) * kHeadDim + lane * 4;
 #pragma unroll
-      for (int c = 0; c < kVecs; ++c) {
-        const float4 o = *reinterpret_cast<const float4*>(src + c * 128 + lane * 4);
-        acc[c].x += wi * o.x;
-        acc[c].y += wi * o.y;
-        acc[c].z += wi * o.z;
-        acc[c].w += wi * o.w;
-      }
+    for (int c = 0; c < kVecs; ++c) {
+      const float4 o = *reinterpret_cast<const float4*>(src + c * 128);
+      acc[c].x += w * o.x;
+      acc[c].y += w * o.y;
+      acc[c].z += w * o.z;
+      acc[c].w += w * o.w;
     }
   }
+  if (lane == 0) s_l[warp] = l;
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
+  for (int c = 0; c < kVecs; ++c) s_acc[warp][c * 32 + lane] = acc[c];
+  __syncthreads();
+  if (warp != 0) return;
+  l = s_l[0] + s_l[1] + s_l[2] + s_l[3];
   const float inv = l > 0.f ? 1.f / l : 0.f;
   const int token = static_cast<int>(row % p.seq_len);
   const int h = static_cast<int>((row / p.seq_len) % p.num_q_heads);
@@ -293,9 +296,18 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const AttentionPara
   __nv_bfloat16* o = p.o + b * p.o_batch_stride + h * p.o_head_stride + token * p.o_token_stride + lane * 4;
 #pragma unroll
   for (int c = 0; c < kVecs; ++c) {
+    float4 sum = s_acc[0][c * 32 + lane];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) {
+      const float4 x = s_acc[w][c * 32 + lane];
+      sum.x += x.x;
+      sum.y += x.y;
+      sum.z += x.z;
+      sum.w += x.w;
+    }
     uint2 packed;
-    packed.x = device::pack_bf16x2(acc[c].x * inv, acc[c].y * inv);
-    packed.y = device::pack_bf16x2(acc[c].z * inv, acc[c].w * inv);
+    packed.x = device::pack_bf16x2(sum.x * inv, sum.y * inv);
+    packed.y = device::pack_bf16x2(sum.z * inv, sum.w * inv);
     *reinterpret_cast<uint2*>(o + c * 128) = packed;
   }
 }

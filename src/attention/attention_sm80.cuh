@@ -115,6 +115,8 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
   const int seq_len = p.seq_len;  // the queries'
   // The keys' end and the block's first query position (with a cache: shifted by the cached length).
   const int key_len = kCached ? tc.key_len : seq_len, pos0 = kCached ? tc.p0 + m0 : m0;
+  // A left-padded sequence's first real key (AttentionParams::kv_starts); keys before it are hidden.
+  const int key_start = kCached && p.kv_starts != nullptr ? max(0, min(p.kv_starts[b], key_len)) : 0;
 
   const bf16* q = p.q + b * p.q_batch_stride + h * p.q_head_stride;
   const bf16* k = p.k + b * p.k_batch_stride + kvh * p.k_head_stride;
@@ -198,6 +200,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_fwd_kernel(const Atten
     if constexpr (kCached) {
       scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, key_rows, n0, lane, edge, kt.mask,
                                                  nullptr, false, key_len);
+      if (n0 < key_start) hide_before<kNTiles>(acc_s, n0 + 2 * (lane & 3), key_start);
     } else {
       scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane, edge, kt.mask);
     }

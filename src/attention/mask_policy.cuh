@@ -103,6 +103,19 @@ struct MaskPolicy {
   }
 };
 
+// With a cache whose sequences start late (AttentionParams::kv_starts: a left-padded batch), keys before `start` to
+// -inf: the thread's column pairs col0 + 8 nt + {0, 1}. Only a tile that starts before `start` needs it.
+template <int kNTiles>
+__device__ __forceinline__ void hide_before(float (&s)[kNTiles][4], int col0, int start) {
+#pragma unroll
+  for (int nt = 0; nt < kNTiles; ++nt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if (col0 + nt * 8 + (e & 1) < start) s[nt][e] = -INFINITY;
+    }
+  }
+}
+
 // An additive mask value as a base-2 logit offset. Clamped at -FLT_MAX, so the lowest bf16 and -inf both stay
 // finite: a row masked everywhere then averages V uniformly (what the reference computes), never NaN. A value
 // that clamps is "dead": adding -FLT_MAX absorbs any finite score, so its probability is exactly zero as soon as

@@ -110,6 +110,9 @@ struct AttentionParams {
   // combine kernel; with one split the kernel writes the output itself.
   float* decode_partial;
   int decode_splits;
+  // Optional with a cache: per sequence, the first key its queries see (a left-padded batch's pad tokens before it
+  // are hidden; MaskPolicy's hide_before); null: 0.
+  const int* kv_starts;
 };
 
 }  // namespace gk::gemma3

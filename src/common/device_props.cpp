@@ -19,6 +19,16 @@ Status set_smem_opt_in(const char* op, const void* kernel, size_t smem_bytes) {
                      op, "cudaFuncSetAttribute(dynamic shared memory)");
 }
 
+Status max_active_blocks(const char* /*op*/, const void* kernel, int threads, size_t smem_bytes, int* blocks) {
+  int n = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem_bytes) != cudaSuccess) {
+    (void)cudaGetLastError();  // unanswerable: nothing counts as resident and the planners take another kernel
+    n = 0;
+  }
+  *blocks = n;
+  return Status::Ok();
+}
+
 Status max_active_clusters(const char* op, const void* kernel, int threads, size_t smem_bytes, int cluster_size,
                            int* clusters) {
   GK_RETURN_IF_ERROR(set_smem_opt_in(op, kernel, smem_bytes));

@@ -23,9 +23,11 @@ struct Overrides {
   int8_t attention_tail = kAuto;     // 0 packed, 1 separate: the sm90 kernel's last query block of a GQA group
   int8_t attention_store = kAuto;    // 0 tma, 1 direct: how the sm90 kernel's output tiles leave shared memory
   int8_t attention_softmax = kAuto;  // 0 running, 1 fixed: the sm90 kernel's softmax reference where a softcap allows
-  int8_t qkv = kAuto;                // 0 splitk, 1 cublas: the q|k|v projection (split-K kernel, or cuBLASLt + pass)
+  int8_t qkv = kAuto;                // 0 splitk, 1 cublas, 2 skinny: the q|k|v projection (split-K kernel, cuBLASLt
+                                     // + pass, or the few-row kernel)
   int8_t kv_gemm = kAuto;            // 0 batched, 1 separate: the k and v cuBLASLt GEMMs
   int8_t o_prefetch = kAuto;         // 0 off, 1 attention, 2 projection: who fetches W_o into L2
+  int8_t o_proj = kAuto;             // 0 cublas, 1 skinny: the O projection (cuBLASLt, or the few-row kernel)
   // The audio QKV operator.
   int8_t audio_tf32 = kAuto;         // 0 splitk, 1 persistent, 2 cublas
   int8_t audio_stream_k = kAuto;     // 0 on, 1 off: stream-K on the persistent kernel's last rounds

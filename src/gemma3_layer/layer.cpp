@@ -92,6 +92,47 @@ ProjGemmOperands qkv_operands(const Gemma3AttentionConfig& c, const Gemma3Attent
   return o;
 }
 
+SkinnyProjOperands skinny_operands(const ProjGemmOperands& o, int head_dim, int64_t seq_len) {
+  SkinnyProjOperands s;
+  s.seq_len = seq_len;
+  s.m = o.m;
+  s.k = o.k;
+  s.a_row_stride = o.k;  // the hidden states are contiguous rows
+  s.unit = head_dim;
+  s.a = o.a;
+  s.segments = o.segments;
+  for (int i = 0; i < o.segments; ++i) {
+    s.w[i] = o.w[i];
+    s.units[i] = o.heads[i];
+    s.out[i] = o.out[i];
+    s.norm_weight[i] = o.norm_weight[i];
+  }
+  s.out_row_stride = o.out_row_stride;
+  s.cos = o.cos;
+  s.sin = o.sin;
+  s.eps = o.eps;
+  s.weight_offset = o.weight_offset;
+  return s;
+}
+
+SkinnyProjOperands o_proj_operands(const Gemma3AttentionConfig& c, const LayerBuffers& ws, const void* o_proj_weight,
+                                   void* out) {
+  constexpr int kUnit = 128;
+  const int64_t width = c.num_q_heads * c.head_dim;
+  SkinnyProjOperands s;
+  s.m = c.batch * c.seq_len;
+  s.k = width;
+  s.a_row_stride = width;
+  s.unit = kUnit;
+  s.a = ws.attn;
+  s.segments = 1;
+  s.w[0] = static_cast<const bf16*>(o_proj_weight);
+  s.units[0] = c.hidden % kUnit == 0 ? c.hidden / kUnit : 0;  // 0: not the kernel's (skinny_proj_supported)
+  s.out[0] = static_cast<bf16*>(out);
+  s.out_row_stride = c.hidden;
+  return s;
+}
+
 AttentionParams attention_params(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
                                  const LayerBuffers& ws, bool v_first) {
   const int64_t D = c.head_dim, Hq = c.num_q_heads, width = (Hq + 2 * c.num_kv_heads) * D;
@@ -209,20 +250,48 @@ namespace gemma3 {
 Status prepare_qkv_step(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const LayerBuffers& ws,
                         const LayerPlan& plan, const void* l2_prefetch, uint64_t l2_prefetch_bytes, QkvStep* step) {
   step->operands = qkv_operands(c, t, ws, plan.v_first);
+  if (plan.qkv == QkvKernel::kSkinny) {
+    return prepare_skinny_proj(skinny_operands(step->operands, static_cast<int>(c.head_dim), c.seq_len), plan.skinny,
+                               &step->launch);
+  }
   if (plan.qkv != QkvKernel::kSplitk) return Status::Ok();
   if (l2_prefetch != nullptr) {
     step->operands.l2_prefetch = l2_prefetch;
     step->operands.l2_prefetch_bytes = l2_prefetch_bytes;
   }
-  return prepare_splitk_proj(step->operands, plan.splitk, &step->splitk);
+  return prepare_splitk_proj(step->operands, plan.splitk, &step->launch);
+}
+
+Status fold_head_scatter(const Gemma3AttentionConfig& c, const LayerBuffers& ws, const LayerPlan& plan,
+                         const HeadScatterParams& sp, QkvStep* step, bool* folded) {
+  *folded = false;
+  if (plan.qkv != QkvKernel::kSkinny) return Status::Ok();
+  SkinnyProjOperands o = skinny_operands(step->operands, static_cast<int>(c.head_dim), c.seq_len);
+  for (int i = 0; i < sp.parts; ++i) {
+    const HeadScatterPart& part = sp.part[i];
+    int seg = 0;
+    while (seg < o.segments && o.out[seg] != ws.qkv + part.col) ++seg;
+    if (seg == o.segments || o.units[seg] != part.heads) {
+      return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: a head scatter that is not one of the step's segments", kOp);
+    }
+    o.out[seg] = part.dst;
+    o.head_major[seg] = true;
+    o.at_lens[seg] = part.at_lens;
+    o.capacity[seg] = part.capacity;
+  }
+  o.lens = sp.lens;
+  if (!skinny_proj_supported(o)) return Status::Ok();  // the packed rows and the scatter, as prepared
+  GK_RETURN_IF_ERROR(prepare_skinny_proj(o, plan.skinny, &step->launch));
+  *folded = true;
+  return Status::Ok();
 }
 
 Status issue_qkv_step(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
                       const LayerBuffers& ws, const LayerPlan& plan, QkvStep& step, cudaStream_t stream,
                       bool* programmatic) {
-  if (plan.qkv == QkvKernel::kSplitk) {
-    *programmatic = true;  // the split-K kernel lets its dependent launch early
-    return step.splitk.issue(kOp, stream);
+  if (plan.qkv != QkvKernel::kCublas) {
+    *programmatic = true;  // both kernels let their dependent launch early
+    return step.launch.issue(kOp, stream);
   }
   return run_qkv_cublas(handle, c, t, ws, plan, step.operands, stream, programmatic);
 }
@@ -253,6 +322,7 @@ void use_cache(const Gemma3AttentionConfig& c, const KvCache& cache, AttentionPa
   ap->k_head_stride = ap->v_head_stride = max_len * D;
   ap->k_batch_stride = ap->v_batch_stride = Hkv * max_len * D;
   ap->kv_lens = static_cast<const int*>(cache.cache_seqlens.data);
+  ap->kv_starts = static_cast<const int*>(cache.cache_starts.data);
   ap->kv_capacity = static_cast<int>(max_len);
   // The window applies across cached and new keys (attention_params judged it by the new tokens alone).
   if (c.mask_mode == GK_MASK_CAUSAL && c.sliding_window > 0 && c.sliding_window < cache.max_cached + c.seq_len) {
@@ -286,11 +356,16 @@ Status check_workspace_apart(const char* op, void* workspace, size_t workspace_b
 Status check_workspace_apart(const char* op, void* workspace, size_t workspace_bytes, const KvCache& cache) {
   return check_workspace_apart(op, workspace, workspace_bytes,
                                {{"k_cache", &cache.k_cache}, {"v_cache", &cache.v_cache},
-                                {"cache_seqlens", &cache.cache_seqlens}});
+                                {"cache_seqlens", &cache.cache_seqlens}, {"cache_starts", &cache.cache_starts}});
 }
 
 Status run_o_projection(gk_handle_t handle, const Gemma3AttentionConfig& c, const LayerBuffers& ws,
-                        const void* o_proj_weight, void* out, cudaStream_t stream) {
+                        const LayerPlan& plan, const void* o_proj_weight, void* out, cudaStream_t stream) {
+  if (plan.o_proj == OProjKernel::kSkinny) {
+    detail::KernelLaunch launch;
+    GK_RETURN_IF_ERROR(prepare_skinny_proj(o_proj_operands(c, ws, o_proj_weight, out), plan.o_skinny, &launch));
+    return launch.issue("gemma3_attention: o projection", stream);
+  }
   const int64_t rows = c.batch * c.seq_len, width = c.num_q_heads * c.head_dim;
   const detail::GemmShape shape{rows, c.hidden, width, width, width, c.hidden, detail::GemmKind::kBf16};
   return handle->gemm.run("gemma3_attention: o projection", shape, ws.attn, o_proj_weight, out, ws.gemm_workspace,
@@ -344,9 +419,12 @@ Status forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3A
     ap.l2_prefetch_bytes = o_weight_bytes;
   }
   detail::KernelLaunch cache_write;
+  bool cache_written = false;  // by the q|k|v step itself
   if (cache != nullptr) {
     GK_RETURN_IF_ERROR(gemma3::check_workspace_apart(kOp, workspace, workspace_bytes, *cache));
-    GK_RETURN_IF_ERROR(gemma3::prepare_head_scatter(kOp, gemma3::cache_scatter(c, qkv, ws, *cache), &cache_write));
+    const gemma3::HeadScatterParams sp = gemma3::cache_scatter(c, qkv, ws, *cache);
+    GK_RETURN_IF_ERROR(gemma3::fold_head_scatter(c, ws, plan, sp, &qkv, &cache_written));
+    if (!cache_written) GK_RETURN_IF_ERROR(gemma3::prepare_head_scatter(kOp, sp, &cache_write));
     gemma3::use_cache(c, *cache, &ap);
     ap.decode_partial = ws.decode_partial;
     GK_RETURN_IF_ERROR(gemma3::plan_cached_attention(handle, ap, static_cast<int>(D), cache->max_cached + c.seq_len,
@@ -357,12 +435,12 @@ Status forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3A
 
   bool attention_programmatic = false;
   GK_RETURN_IF_ERROR(gemma3::issue_qkv_step(handle, c, t, ws, plan, qkv, stream, &attention_programmatic));
-  if (cache != nullptr) {  // after the whole q|k|v step, and the attention after the whole write
+  if (cache != nullptr && !cache_written) {  // after the whole q|k|v step, and the attention after the whole write
     GK_RETURN_IF_ERROR(cache_write.issue(kOp, stream));
     attention_programmatic = false;
   }
   GK_RETURN_IF_ERROR(attention.issue(kOp, attention_programmatic, stream));
-  return gemma3::run_o_projection(handle, c, ws, t.o_proj_weight.data, t.out.data, stream);
+  return gemma3::run_o_projection(handle, c, ws, plan, t.o_proj_weight.data, t.out.data, stream);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "attention/attention.hpp"
 #include "gk/gk.hpp"
 #include "projection/projection.hpp"
+#include "projection/skinny_proj_plan.hpp"
 
 namespace gk::gemma3 {
 
@@ -32,6 +33,11 @@ LayerBuffers carve_layer(const Gemma3AttentionConfig& c, void* base, LayerSteps 
 // The q|k|v projection into the packed rows, q and k normed and rotated; v's heads before k's with `v_first`.
 ProjGemmOperands qkv_operands(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const LayerBuffers& ws,
                               bool v_first);
+// The same step in the few-row kernel's terms (units of one head), into the packed rows.
+SkinnyProjOperands skinny_operands(const ProjGemmOperands& o, int head_dim, int64_t seq_len);
+// The O projection, out = attn W_o^T, in the few-row kernel's terms (units of 128 output columns).
+SkinnyProjOperands o_proj_operands(const Gemma3AttentionConfig& c, const LayerBuffers& ws, const void* o_proj_weight,
+                                   void* out);
 // The attention over the packed rows into ws.attn (no L2 prefetch; the plan adds it).
 AttentionParams attention_params(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
                                  const LayerBuffers& ws, bool v_first);

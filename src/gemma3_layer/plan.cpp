@@ -17,11 +17,19 @@ namespace {
 // step and one kernel spread over most SMs beats cuBLASLt + the pass; past it cuBLASLt's mainloop wins (perf log v4,
 // v7, v22-v26).
 constexpr int64_t kSplitkMaxRows = 128;
+// The few-row kernel (both projections) up to one m16 tile, where the steps are their weight streams (perf log v32).
+constexpr int64_t kSkinnyMaxRows = kSkinnyProjMaxRows;
 // W_o into L2 ahead of the O projection only at a single row tile, where that projection streams its weights;
 // with more rows it is compute-bound and the prefetch only slowed the attention (v12).
 constexpr int64_t kPrefetchMaxRows = 128;
 // A strided-batch GEMM's weight distance must fit what cuBLASLt's batch stride takes.
 constexpr uintptr_t kMaxBatchDistance = uintptr_t(1) << 40;
+
+// The few-row kernel's K split on this device (its residency by unit, queried at handle creation).
+SkinnyProjPlan plan_skinny(const SkinnyProjOperands& o, const detail::DeviceInfo& dev) {
+  const int i = o.unit == 128 ? 0 : 1;
+  return plan_skinny_proj(o, int64_t(dev.sms) * dev.skinny_proj_blocks_per_sm[i], dev.skinny_proj_clusters[i]);
+}
 
 }  // namespace
 
@@ -38,8 +46,14 @@ void plan_qkv_step(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors&
   p.v_first = kv_batch_ok && w_v < w_k;
 
   const ProjGemmOperands qkv = qkv_operands(c, t, ws, p.v_first);
+  const SkinnyProjOperands skinny = skinny_operands(qkv, static_cast<int>(D), c.seq_len);
   const bool splitk_ok = D == kSplitkProjHeadDim && splitk_proj_supported(qkv);
-  if (splitk_ok && ov.qkv != 1) {
+  const bool skinny_ok = skinny_proj_supported(skinny) && dev.skinny_proj_blocks_per_sm[D == 128 ? 0 : 1] > 0;
+  if (skinny_ok && (ov.qkv == static_cast<int8_t>(QkvKernel::kSkinny) ||
+                    (ov.qkv == detail::kAuto && rows <= kSkinnyMaxRows))) {
+    p.qkv = QkvKernel::kSkinny;
+    p.skinny = plan_skinny(skinny, dev);
+  } else if (splitk_ok && ov.qkv != 1) {
     const bool one_wave = rows <= kSplitkMaxRows && splitk_proj_tiles(qkv, 1) <= dev.sms;
     if (ov.qkv == 0 || one_wave) {
       p.qkv = QkvKernel::kSplitk;
@@ -55,8 +69,18 @@ void plan_qkv_step(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors&
     p.kv_batched = kv_batch_ok && kv_distance > 0 && kv_distance < kMaxBatchDistance;
     if (p.kv_batched) p.kv_batch_stride = static_cast<int64_t>(kv_distance / 2);  // bf16 elements
   }
-  p.chosen.qkv = p.qkv == QkvKernel::kSplitk ? 0 : 1;
+  p.chosen.qkv = static_cast<int8_t>(p.qkv);
   p.chosen.kv_gemm = kv_batch_ok ? 0 : 1;
+}
+
+void plan_o_projection(const SkinnyProjOperands& o, const detail::DeviceInfo& dev, const detail::Overrides& ov,
+                       LayerPlan* plan) {
+  const bool skinny_ok = skinny_proj_supported(o) && dev.skinny_proj_blocks_per_sm[0] > 0;
+  const bool skinny = skinny_ok && (ov.o_proj == static_cast<int8_t>(OProjKernel::kSkinny) ||
+                                    (ov.o_proj == detail::kAuto && o.m <= kSkinnyMaxRows));
+  plan->o_proj = skinny ? OProjKernel::kSkinny : OProjKernel::kCublas;
+  plan->o_skinny = skinny ? plan_skinny(o, dev) : SkinnyProjPlan{};
+  plan->chosen.o_proj = static_cast<int8_t>(plan->o_proj);
 }
 
 bool attend_prefetches_o(const Gemma3AttentionConfig& c, const detail::Overrides& ov) {
@@ -80,6 +104,7 @@ Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& 
     if (p.o_prefetch == OPrefetch::kProjection && !splitk) p.o_prefetch = OPrefetch::kNone;  // only that kernel asks
   }
 
+  plan_o_projection(o_proj_operands(c, ws, t.o_proj_weight.data, t.out.data), dev, ov, &p);
   GK_RETURN_IF_ERROR(plan_attention(attention_shape(attention_params(c, t, ws, p.v_first), static_cast<int>(D)), dev,
                                     ov, &p.attention));
 

@@ -8,19 +8,25 @@
 #include "common/overrides.hpp"
 #include "common/internal_api.hpp"
 #include "gk/gk.hpp"
+#include "projection/skinny_proj_plan.hpp"
 #include "projection/splitk_proj_plan.hpp"
 
 namespace gk::gemma3 {
 
-enum class QkvKernel { kSplitk, kCublas };
+enum class QkvKernel { kSplitk, kCublas, kSkinny };  // the qkv override's values
+enum class OProjKernel { kCublas, kSkinny };          // the o_proj override's values
 // The values are the o_prefetch override's (off, attention, projection).
 enum class OPrefetch : int8_t { kNone = 0, kAttention = 1, kProjection = 2 };
 
 struct LayerBuffers;  // operands.hpp
 
 struct LayerPlan {
-  QkvKernel qkv = QkvKernel::kCublas;  // split-K kernel with norm and RoPE in its epilogue, or cuBLASLt + the pass
+  // The split-K kernel or the few-row kernel (norm and RoPE in their epilogues), or cuBLASLt + the pass.
+  QkvKernel qkv = QkvKernel::kCublas;
   SplitkProjPlan splitk;               // qkv == kSplitk: its tiling
+  SkinnyProjPlan skinny;               // qkv == kSkinny: its K split
+  OProjKernel o_proj = OProjKernel::kCublas;
+  SkinnyProjPlan o_skinny;             // o_proj == kSkinny: its K split
   // The packed rows' column order: v's heads before k's where k and v run as one strided-batch GEMM from v's
   // weights, which lie lower in memory (a batch stride must be positive).
   bool v_first = false;
@@ -37,6 +43,9 @@ struct LayerPlan {
 // `ws`: the workspace layout the step writes its packed rows into (its sizes and alignment are what count).
 void plan_qkv_step(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const LayerBuffers& ws,
                    const detail::DeviceInfo& dev, const detail::Overrides& ov, LayerPlan* plan);
+// The O projection's part of a plan alone (o_proj, o_skinny and its choice), for its operands (o_proj_operands).
+void plan_o_projection(const SkinnyProjOperands& o, const detail::DeviceInfo& dev, const detail::Overrides& ov,
+                       LayerPlan* plan);
 // gk_gemma3_attend: whether its attention asks L2 for W_o ahead of the O projection (the layer's rule; a pin of
 // either asker means this one).
 bool attend_prefetches_o(const Gemma3AttentionConfig& c, const detail::Overrides& ov);

@@ -79,12 +79,14 @@ Status gemma3_qkv_forward(gk_handle_t handle, const Gemma3AttentionConfig& c, co
     sp.part[sp.parts++] = {column(2), Hkv, static_cast<bf16*>(t.v_out.data), S, false};
   }
   sp.part[sp.parts++] = {column(0), static_cast<int>(c.num_q_heads), static_cast<bf16*>(t.q_out.data), S, false};
+  bool folded = false;  // the few-row kernel writes every head where it goes: no scatter
+  GK_RETURN_IF_ERROR(gemma3::fold_head_scatter(c, ws, plan, sp, &step, &folded));
   detail::KernelLaunch scatter;
-  GK_RETURN_IF_ERROR(gemma3::prepare_head_scatter(kQkvOp, sp, &scatter));
+  if (!folded) GK_RETURN_IF_ERROR(gemma3::prepare_head_scatter(kQkvOp, sp, &scatter));
 
   bool programmatic = false;  // the scatter waits for the whole step (it does not launch early)
   GK_RETURN_IF_ERROR(gemma3::issue_qkv_step(handle, c, lt, ws, plan, step, stream, &programmatic));
-  return scatter.issue(kQkvOp, stream);
+  return folded ? Status::Ok() : scatter.issue(kQkvOp, stream);
 }
 
 Status gemma3_attend_forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3AttendTensors& t,
@@ -117,8 +119,11 @@ Status gemma3_attend_forward(gk_handle_t handle, const Gemma3AttentionConfig& c,
       gemma3::plan_cached_attention(handle, ap, static_cast<int>(D), cache.max_cached + c.seq_len, &plan));
   gemma3::AttentionLaunches attention;
   GK_RETURN_IF_ERROR(gemma3::prepare_attention(ap, static_cast<int>(D), plan, &attention));
+  gemma3::LayerPlan o_plan;
+  gemma3::plan_o_projection(gemma3::o_proj_operands(c, ws, t.o_proj_weight.data, t.out.data), handle->device_info,
+                            handle->overrides, &o_plan);
   GK_RETURN_IF_ERROR(attention.issue(kAttendOp, /*programmatic=*/false, stream));
-  return gemma3::run_o_projection(handle, c, ws, t.o_proj_weight.data, t.out.data, stream);
+  return gemma3::run_o_projection(handle, c, ws, o_plan, t.o_proj_weight.data, t.out.data, stream);
 }
 
 }  // namespace gk

@@ -16,11 +16,11 @@
 
 namespace gk::gemma3 {
 
-// The q|k|v step, prepared: the packed rows' operands and, on the split-K kernel, its launch (which asks L2 for
+// The q|k|v step, prepared: the packed rows' operands and, on the split-K or the few-row kernel, its launch (which asks L2 for
 // `l2_prefetch` bytes, if given, while it runs).
 struct QkvStep {
   ProjGemmOperands operands;
-  detail::KernelLaunch splitk;
+  detail::KernelLaunch launch;  // the split-K or the few-row kernel
 };
 Status prepare_qkv_step(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const LayerBuffers& ws,
                         const LayerPlan& plan, const void* l2_prefetch, uint64_t l2_prefetch_bytes, QkvStep* step);
@@ -28,6 +28,12 @@ Status prepare_qkv_step(const Gemma3AttentionConfig& c, const Gemma3AttentionTen
 Status issue_qkv_step(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
                       const LayerBuffers& ws, const LayerPlan& plan, QkvStep& step, cudaStream_t stream,
                       bool* programmatic);
+
+// On the few-row kernel, the step writes the heads `sp` would scatter straight to the scatter's destinations (the
+// other heads still into the packed rows), and *folded says the scatter need not run. On the other kernels, or
+// where the kernel cannot take those destinations, the step is unchanged and *folded false.
+Status fold_head_scatter(const Gemma3AttentionConfig& c, const LayerBuffers& ws, const LayerPlan& plan,
+                         const HeadScatterParams& sp, QkvStep* step, bool* folded);
 
 // A scatter of the packed rows' k and v heads into the cache, at each sequence's cached length.
 HeadScatterParams cache_scatter(const Gemma3AttentionConfig& c, const QkvStep& step, const LayerBuffers& ws,
@@ -46,8 +52,8 @@ Status check_workspace_apart(const char* op, void* workspace, size_t workspace_b
 // ... the cache's tensors, in particular.
 Status check_workspace_apart(const char* op, void* workspace, size_t workspace_bytes, const KvCache& cache);
 
-// out = ws.attn W_o^T (cuBLASLt).
+// out = ws.attn W_o^T, on the kernel the plan's o_proj names.
 Status run_o_projection(gk_handle_t handle, const Gemma3AttentionConfig& c, const LayerBuffers& ws,
-                        const void* o_proj_weight, void* out, cudaStream_t stream);
+                        const LayerPlan& plan, const void* o_proj_weight, void* out, cudaStream_t stream);
 
 }  // namespace gk::gemma3

@@ -150,6 +150,9 @@ Status check_cache_shape(const char* op, const Gemma3AttentionConfig& c, const K
   GK_RETURN_IF_ERROR(check_tensor(op, cache.k_cache, TensorSpec{"k_cache", GK_DTYPE_BF16, {B, Hkv, max_len, D}, 16}));
   GK_RETURN_IF_ERROR(check_tensor(op, cache.v_cache, TensorSpec{"v_cache", GK_DTYPE_BF16, {B, Hkv, max_len, D}, 16}));
   GK_RETURN_IF_ERROR(check_tensor(op, cache.cache_seqlens, TensorSpec{"cache_seqlens", GK_DTYPE_I32, {B}, 4}));
+  if (cache.cache_starts.data != nullptr) {
+    GK_RETURN_IF_ERROR(check_tensor(op, cache.cache_starts, TensorSpec{"cache_starts", GK_DTYPE_I32, {B}, 4}));
+  }
   if (cache.max_cached < 0 || cache.max_cached > max_len - S) {
     return error(GK_STATUS_INVALID_ARGUMENT,
                  "%s: the cache holds %lld tokens per sequence: max_cached %lld + seq_len %lld do not fit", op,
@@ -160,7 +163,8 @@ Status check_cache_shape(const char* op, const Gemma3AttentionConfig& c, const K
 
 Status check_cache(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const KvCache& cache) {
   GK_RETURN_IF_ERROR(check_cache_shape(kOp, c, cache));
-  GK_RETURN_IF_ERROR(detail::check_no_overlap(kOp, "out", t.out, {{"cache_seqlens", &cache.cache_seqlens}}));
+  GK_RETURN_IF_ERROR(detail::check_no_overlap(kOp, "out", t.out, {{"cache_seqlens", &cache.cache_seqlens},
+                                                                   {"cache_starts", &cache.cache_starts}}));
   return check_cache_written(kOp, cache,
                              {{"hidden_states", &t.hidden_states}, {"cos", &t.cos}, {"sin", &t.sin},
                               {"q_proj_weight", &t.q_proj_weight}, {"k_proj_weight", &t.k_proj_weight},
@@ -173,6 +177,7 @@ Status check_cache_written(const char* op, const KvCache& cache,
                            std::initializer_list<std::pair<const char*, const gk_tensor*>> others) {
   std::vector<std::pair<const char*, const gk_tensor*>> read(others);
   read.emplace_back("cache_seqlens", &cache.cache_seqlens);
+  read.emplace_back("cache_starts", &cache.cache_starts);
   for (const auto& [name, tensor] : read) {
     GK_RETURN_IF_ERROR(detail::check_no_overlap(op, "k_cache", cache.k_cache, {{name, tensor}}));
     GK_RETURN_IF_ERROR(detail::check_no_overlap(op, "v_cache", cache.v_cache, {{name, tensor}}));
@@ -202,7 +207,8 @@ Status check_qkv_tensors(const Gemma3AttentionConfig& c, const Gemma3QkvTensors&
   GK_RETURN_IF_ERROR(detail::check_no_overlap(op, "q_out", t.q_out, inputs));
   if (cache != nullptr) {
     GK_RETURN_IF_ERROR(check_cache_shape(op, c, *cache));
-    GK_RETURN_IF_ERROR(detail::check_no_overlap(op, "q_out", t.q_out, {{"cache_seqlens", &cache->cache_seqlens}}));
+    GK_RETURN_IF_ERROR(detail::check_no_overlap(op, "q_out", t.q_out, {{"cache_seqlens", &cache->cache_seqlens},
+                                                                       {"cache_starts", &cache->cache_starts}}));
     return check_cache_written(op, *cache,
                                {{"hidden_states", &t.hidden_states}, {"cos", &t.cos}, {"sin", &t.sin},
                                 {"q_proj_weight", &t.q_proj_weight}, {"k_proj_weight", &t.k_proj_weight},
@@ -234,7 +240,7 @@ Status check_attend(const Gemma3AttentionConfig& c, const Gemma3AttendTensors& t
   return detail::check_no_overlap(op, "out", t.out,
                                   {{"query", &t.query}, {"o_proj_weight", &t.o_proj_weight},
                                    {"k_cache", &cache.k_cache}, {"v_cache", &cache.v_cache},
-                                   {"cache_seqlens", &cache.cache_seqlens}});
+                                   {"cache_seqlens", &cache.cache_seqlens}, {"cache_starts", &cache.cache_starts}});
 }
 
 }  // namespace gk::gemma3

@@ -45,4 +45,32 @@ struct ProjGemmParams {
   uint64_t l2_prefetch_bytes;
 };
 
+// The few-row projection (skinny_proj_gemm.cuh): out = A[M, K] * W^T for M <= 16 and up to three weights, each
+// [tiles * unit, K] (a unit: one head of head_dim columns, or 128 output columns of the O projection). Segments with
+// a norm weight get the per-head RMSNorm (offset + w) and RoPE before the store, as ProjGemmParams' do.
+struct SkinnyProjParams {
+  static constexpr int kMaxSegments = 3;
+  const __nv_bfloat16* a;  // [m, k_chunks * 32], rows a_row_stride apart
+  int64_t a_row_stride;
+  int m;
+  int k_chunks;  // 32-column chunks of K (a K split shares them out)
+  const __nv_bfloat16* w[kMaxSegments];
+  int seg_end[kMaxSegments];  // cumulative units: segment s owns units [seg_end[s-1], seg_end[s])
+  const __nv_bfloat16* norm_weight[kMaxSegments];  // null: no norm and no RoPE
+  // Where row r (token t = r % seq_len of sequence b = r / seq_len) of a segment's unit u lands: in packed rows,
+  // out + r * out_row_stride + u * unit; per head (head_major), out + ((b * units + u) * capacity + pos) * unit with
+  // pos = t, or t after the sequence's cached length (at_lens: lens[b], clamped as the attention clamps it).
+  __nv_bfloat16* out[kMaxSegments];
+  int64_t out_row_stride;
+  bool head_major[kMaxSegments];
+  bool at_lens[kMaxSegments];
+  int capacity[kMaxSegments];
+  int seq_len;
+  const int* lens;
+  const __nv_bfloat16* cos;  // [m, unit]
+  const __nv_bfloat16* sin;
+  float eps;
+  float weight_offset;
+};
+
 }  // namespace gk::gemma3

@@ -38,10 +38,16 @@ struct ProjGemmOperands {
 };
 
 struct SplitkProjPlan;  // splitk_proj_plan.hpp
+struct SkinnyProjOperands;  // skinny_proj_plan.hpp
+struct SkinnyProjPlan;
 // The split-K kernels' shared-memory opt-ins and cluster residency, by cluster size, into the device description
 // (at handle creation).
 Status prepare_splitk_proj_kernels(detail::DeviceInfo* dev);
 // The split-K projection GEMM's launch on operands splitk_proj_supported() accepts, tiled as `plan` says.
 Status prepare_splitk_proj(const ProjGemmOperands& o, const SplitkProjPlan& plan, detail::KernelLaunch* out);
+// The few-row projection's residency (CTAs per SM, clusters by size) into the device description.
+Status prepare_skinny_proj_kernels(detail::DeviceInfo* dev);
+// Its launch on operands skinny_proj_supported() accepts, split as `plan` says.
+Status prepare_skinny_proj(const SkinnyProjOperands& o, const SkinnyProjPlan& plan, detail::KernelLaunch* out);
 
 }  // namespace gk::gemma3

@@ -29,6 +29,7 @@
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
 #include "common/device/splitk_reduce.cuh"
+#include "projection/head_row.cuh"
 #include "projection/params.hpp"
 
 namespace gk::gemma3 {
@@ -52,15 +53,6 @@ struct ProjGemmTraits {
   static_assert(kRowsPerWarp % kRowBatch == 0, "whole row batches");
 };
 
-namespace proj_detail {
-
-__device__ __forceinline__ float4 load_bf16x4(const __nv_bfloat16* p) {
-  const uint2 raw = *reinterpret_cast<const uint2*>(p);
-  const float2 a = device::unpack_bf16x2(raw.x), b = device::unpack_bf16x2(raw.y);
-  return make_float4(a.x, a.y, b.x, b.y);
-}
-
-}  // namespace proj_detail
 
 // kClusterSplit: K is split over the CTAs of a cluster along z (cluster size = gridDim.z), reduced through DSMEM.
 template <int kHeads, bool kClusterSplit>
@@ -69,7 +61,6 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
                      const __grid_constant__ CUtensorMap w1_map, const __grid_constant__ CUtensorMap w2_map,
                      const ProjGemmParams p) {
   using Tr = ProjGemmTraits<kHeads>;
-  using namespace proj_detail;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t base = device::smem_base_1024(smem_raw);
   const uint32_t bar = base + Tr::kStages * Tr::kStageBytes;
@@ -169,9 +160,14 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
   device::named_barrier_sync(1, 32 * Tr::kConsumerWarps);
   const uint32_t parked = base;
   const int g = lane >> 2, t4 = lane & 3;
+  // Rows past M (a short last tile, e.g. one decode token) are neither parked nor reduced: at M = 1 they were 127 of
+  // the 128 rows the cluster summed over distributed shared memory.
+  const int tile_rows = min(Tr::kBM, p.m - m0);
+  if (wg * 64 + warp * 16 < tile_rows) {  // uniform per warp
 #pragma unroll
-  for (int h = 0; h < Tr::kHeads; ++h) {
-    device::splitk::park_rows<Tr::kPartialStride>(parked, acc[h], wg * 64 + warp * 16 + g, h * Tr::kHeadDim, t4);
+    for (int h = 0; h < Tr::kHeads; ++h) {
+      device::splitk::park_rows<Tr::kPartialStride>(parked, acc[h], wg * 64 + warp * 16 + g, h * Tr::kHeadDim, t4);
+    }
   }
 
   // Epilogue rows: the tile's rows are dealt to the cluster's CTAs round-robin (any split), then to this CTA's
@@ -181,15 +177,10 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
   const auto row_of = [&](int i) { return rank + split * (warp_id + Tr::kConsumerWarps * i); };
   const __nv_bfloat16* norm_w = seg == 0 ? p.norm_weight[0] : (seg == 1 ? p.norm_weight[1] : p.norm_weight[2]);
   // The RoPE tables of this warp's rows, requested before the barrier so that their latency overlaps it.
-  uint2 cos_raw[Tr::kRowsPerWarp], sin_raw[Tr::kRowsPerWarp];
+  RopeRow<4> rope[Tr::kRowsPerWarp];
 #pragma unroll
   for (int i = 0; i < Tr::kRowsPerWarp; ++i) {
-    const int row = m0 + row_of(i);
-    cos_raw[i] = sin_raw[i] = make_uint2(0u, 0u);
-    if (norm_w != nullptr && row_of(i) < Tr::kBM && row < p.m) {
-      cos_raw[i] = *reinterpret_cast<const uint2*>(p.cos + int64_t(row) * Tr::kHeadDim + 4 * lane);
-      sin_raw[i] = *reinterpret_cast<const uint2*>(p.sin + int64_t(row) * Tr::kHeadDim + 4 * lane);
-    }
+    rope[i] = load_rope<4>(p.cos, p.sin, m0 + row_of(i), lane, norm_w != nullptr && row_of(i) < tile_rows);
   }
   if constexpr (kClusterSplit) {
     device::splitk::partials_parked();
@@ -198,17 +189,13 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
   }
 
   __nv_bfloat16* out = (seg == 0 ? p.out[0] : (seg == 1 ? p.out[1] : p.out[2])) + head0 * Tr::kHeadDim + 4 * lane;
-  float4 w4 = make_float4(0.f, 0.f, 0.f, 0.f);
-  if (norm_w != nullptr) w4 = load_bf16x4(norm_w + 4 * lane);
-  const float w[4] = {p.weight_offset + w4.x, p.weight_offset + w4.y, p.weight_offset + w4.z,
-                      p.weight_offset + w4.w};
-  // rotate_half: columns below 64 take -x[d + 64], columns above take x[d - 64].
-  const uint32_t sin_sign = lane < 16 ? 0x80008000u : 0u;  // flips both bf16 signs
+  float w[4];
+  load_norm_factors(norm_w, p.weight_offset, lane, w);
   const int heads_here = min(Tr::kHeads, seg_heads - head0);
 
 #pragma unroll
   for (int i0 = 0; i0 < Tr::kRowsPerWarp; i0 += Tr::kRowBatch) {
-    if (row_of(i0) >= Tr::kBM) break;  // uniform per warp; rows grow with i
+    if (row_of(i0) >= tile_rows) break;  // uniform per warp; rows grow with i
     // Sum the batch's partials over the cluster: all of the batch's loads are in flight together.
     float4 sum[Tr::kRowBatch][Tr::kHeads];
 #pragma unroll
@@ -219,7 +206,7 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
     for (int q = 0; q < split; ++q) {
 #pragma unroll
       for (int b = 0; b < Tr::kRowBatch; ++b) {
-        if (row_of(i0 + b) >= Tr::kBM) continue;
+        if (row_of(i0 + b) >= tile_rows) continue;
 #pragma unroll
         for (int h = 0; h < Tr::kHeads; ++h) {
           const uint32_t local = parked + (row_of(i0 + b) * Tr::kPartialStride + h * Tr::kHeadDim + 4 * lane) * 4;
@@ -231,36 +218,17 @@ __global__ void __launch_bounds__(ProjGemmTraits<kHeads>::kThreads, 1)
 #pragma unroll
     for (int b = 0; b < Tr::kRowBatch; ++b) {
       const int i = i0 + b;
-      if (row_of(i) >= Tr::kBM) continue;  // uniform per warp: the shuffles below stay full-warp
-      const int row = m0 + row_of(i);
+      if (row_of(i) >= tile_rows) continue;  // uniform per warp: the shuffles stay full-warp
 #pragma unroll
       for (int h = 0; h < Tr::kHeads; ++h) {
         if (h >= heads_here) break;  // uniform per CTA
-        // The projection's own bf16 output, as the unfused layer would store it. Rounded by packed conversions
-        // (one F2FP per pair), and RoPE on bf16 pairs as in the standalone pass (the same bits as rounding each
-        // fp32 product and the sum): a scalar round trip is an F2F per value, of far lower throughput
-        // (docs/perf-log.md v23).
-        uint32_t xp[2] = {device::pack_bf16x2(sum[b][h].x, sum[b][h].y), device::pack_bf16x2(sum[b][h].z, sum[b][h].w)};
-        if (norm_w != nullptr) {  // uniform per CTA
-          const float2 x01 = device::unpack_bf16x2(xp[0]), x23 = device::unpack_bf16x2(xp[1]);
-          const float x[4] = {x01.x, x01.y, x23.x, x23.y};
-          float ss = x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + x[3] * x[3];
-#pragma unroll
-          for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
-          const float inv_rms = rsqrtf(ss * (1.f / Tr::kHeadDim) + p.eps);
-          const uint32_t yp[2] = {device::pack_bf16x2(x[0] * inv_rms * w[0], x[1] * inv_rms * w[1]),
-                                  device::pack_bf16x2(x[2] * inv_rms * w[2], x[3] * inv_rms * w[3])};
-          const uint32_t cs[2] = {cos_raw[i].x, cos_raw[i].y}, sn[2] = {sin_raw[i].x, sin_raw[i].y};
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const uint32_t partner = __shfl_xor_sync(0xffffffffu, yp[e], 16);
-            xp[e] = device::rope_bf16x2(yp[e], partner, cs[e], sin_sign ^ sn[e]);
-          }
-        }
-        if (row < p.m) {
-          const int64_t at = int64_t(row) * p.out_row_stride + h * Tr::kHeadDim;
-          *reinterpret_cast<uint2*>(out + at) = make_uint2(xp[0], xp[1]);
-        }
+        // The rounding by packed conversions (one F2FP per pair): a scalar round trip is an F2F per value, of far
+        // lower throughput (docs/perf-log.md v23).
+        const float x[4] = {sum[b][h].x, sum[b][h].y, sum[b][h].z, sum[b][h].w};
+        uint32_t xp[2];
+        finish_head_row(x, norm_w != nullptr, w, rope[i], p.eps, lane, xp);
+        const int64_t at = int64_t(m0 + row_of(i)) * p.out_row_stride + h * Tr::kHeadDim;
+        *reinterpret_cast<uint2*>(out + at) = make_uint2(xp[0], xp[1]);
       }
     }
   }

@@ -242,12 +242,12 @@ namespace {
 // and off, a window; the cache filled with random keys and values directly. The fused layer against the CPU
 // reference, judged as above; with the sm80 kernel pinned the same call runs the prefill kernel's cached form.
 void run_decode(cudaStream_t stream, gk_handle_t handle, uint64_t seed, int64_t group, int64_t S, float softcap,
-                int64_t window, int64_t D = kD) {
+                int64_t window, int64_t D = kD, bool padded = false) {
   Rng rng{seed};
   const int64_t B = 3, Hkv = 1, Hq = group, hidden = 256, max_len = 4097 + S;
   const std::vector<int64_t> lens = {0, 1, 4097};
-  const std::string what = "decode D " + std::to_string(D) + " group " + std::to_string(group) + " S " +
-                           std::to_string(S) + " softcap " +
+  const std::string what = std::string(padded ? "padded " : "") + "decode D " + std::to_string(D) + " group " +
+                           std::to_string(group) + " S " + std::to_string(S) + " softcap " +
                            std::to_string(softcap) + " window " + std::to_string(window);
   const auto wq = rng(Hq * D * hidden, 0.0625f), wk = rng(Hkv * D * hidden, 0.0625f),
              wv = rng(Hkv * D * hidden, 0.0625f), wo = rng(hidden * Hq * D, 0.044f), qn = rng(D, 0.3f),
@@ -270,14 +270,23 @@ void run_decode(cudaStream_t stream, gk_handle_t handle, uint64_t seed, int64_t 
   gk_gemma3_attention_config c{B, S, hidden, Hq, Hkv, D, softcap, 1e-6f, 1.f, 0.f, GK_MASK_CAUSAL, window};
   const gk_gemma3_attention_tensors t =
       layer_tensors(c, {d_hs.p, d_cos.p, d_sin.p, d_wq.p, d_wk.p, d_wv.p, d_wo.p, d_qn.p, d_kn.p, d_out.p});
-  const gk_kv_cache cache = kv_cache(c, d_k.p, d_v.p, d_lens.p, max_len, 4097);
+  gk_kv_cache cache = kv_cache(c, d_k.p, d_v.p, d_lens.p, max_len, 4097);
+  // Left padding: sequence 0's first 5 keys (past its new tokens where S < 5: its queries then see nothing), 1's
+  // one cached key, 2's first 2000.
+  const std::vector<int64_t> starts = {5, 1, 2000};
+  Device<int> d_starts(B);
+  if (padded) {
+    const std::vector<int> starts32(starts.begin(), starts.end());
+    ASSERT_EQ(cudaMemcpy(d_starts.p, starts32.data(), B * sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
+    cache.cache_starts = desc(d_starts.p, GK_DTYPE_I32, {B});
+  }
 
   gk_ref::Gemma3Dims dims{B, S, hidden, Hq, Hkv, D, softcap, 1e-6f, 1.f, 0.f, gk_ref::Mask::kCausal, window};
   const gk_ref::Gemma3Inputs in{hs.data(), cos.data(), sin.data(), nullptr, wq.data(), wk.data(), wv.data(),
                                 wo.data(), qn.data(), kn.data()};
   std::vector<float> ref(B * S * hidden);
-  ASSERT_TRUE(gk_ref::gemma3_attention_cached(dims, in, {k_ref.data(), v_ref.data(), max_len, lens.data()},
-                                              ref.data()));
+  ASSERT_TRUE(gk_ref::gemma3_attention_cached(
+      dims, in, {k_ref.data(), v_ref.data(), max_len, lens.data(), padded ? starts.data() : nullptr}, ref.data()));
   size_t ws_bytes = 0;
   GK_ASSERT_OK(gk::gemma3_attention_workspace_size(c, &ws_bytes));
   gk_testkit::DeviceBuffer ws(ws_bytes);
@@ -310,6 +319,13 @@ TEST_F(DecodeAttention, RaggedCachesEveryGroupSizeMatchTheCpuReference) {
   run_decode(stream(), handle(), next_seed(), 4, 1, 0.f, 512, 256);
   run_decode(stream(), handle(), next_seed(), 2, 16, 0.f, 0, 256);
   run_decode(stream(), handle(), next_seed(), 2, 5, 50.f, 1024, 256);
+}
+
+TEST_F(DecodeAttention, LeftPaddedSequencesHideTheirPadKeys) {
+  run_decode(stream(), handle(), next_seed(), 3, 1, 50.f, 0, kD, /*padded=*/true);
+  run_decode(stream(), handle(), next_seed(), 3, 16, 0.f, 0, kD, true);  // pad queries see nothing: zeros
+  run_decode(stream(), handle(), next_seed(), 2, 5, 0.f, 1024, kD, true);
+  run_decode(stream(), handle(), next_seed(), 4, 1, 0.f, 512, 256, true);
 }
 
 }  // namespace

@@ -113,6 +113,58 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Gemma3ExtraShapes,
                            return "B" + std::to_string(info.param.batch) + "_S" + std::to_string(info.param.seq_len);
                          });
 
+// ---- few rows: the decode-sized calls (M = B * S <= 16) on the few-row projection kernel -------------------------
+struct FewRows {
+  const char* name;
+  int64_t hidden, q_heads, kv_heads, head_dim, batch, seq_len;
+  float softcap;
+};
+
+void PrintTo(const FewRows& f, std::ostream* os) { *os << f.name; }
+
+class Gemma3FewRows : public GpuParamTest<FewRows> {};
+
+// Both projections on the few-row kernel at every M up to 16 (the plan says so), against the GPU reference; M = 17
+// is the split-K kernel's again.
+TEST_P(Gemma3FewRows, OfficialRuleAgainstGpuReference) {
+  const FewRows& f = GetParam();
+  auto c = suite_shape(f.batch, f.seq_len);
+  c.hidden = f.hidden;
+  c.num_q_heads = f.q_heads;
+  c.num_kv_heads = f.kv_heads;
+  c.head_dim = f.head_dim;
+  c.softcap = f.softcap;
+  if (f.head_dim == 256) c.query_scale = 0.0625f;
+  Gemma3Problem p(c);
+  std::string plan;
+  GK_ASSERT_OK(gk::gemma3_attention_plan(handle(), p.config(), p.tensors(), &plan));
+  const bool few = f.batch * f.seq_len <= 16;
+  EXPECT_EQ(plan.find("qkv=skinny") != std::string::npos, few) << plan;
+  EXPECT_EQ(plan.find("o_proj=skinny") != std::string::npos, few) << plan;
+  const uint64_t seed = next_seed();
+  bool ran = false;
+  const Judged j = run_and_judge(p, {}, 0.05, 0.05, seed, stream(), handle(), &ran);
+  ASSERT_TRUE(ran);
+  report(std::string("047-few-rows ") + f.name + " " + label(p.config()), seed, j, 0.99);
+  EXPECT_TRUE(j.official.passed(0.99)) << j.official.summary(0.99);
+  EXPECT_LT(j.precise.rel_l2(), kPreciseRelL2) << j.precise.summary(0.99);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    FewRows, Gemma3FewRows,
+    ::testing::Values(FewRows{"suite_b1_s1", 3072, 24, 8, 128, 1, 1, 50.f},
+                      FewRows{"suite_b8_s1", 3072, 24, 8, 128, 8, 1, 50.f},
+                      FewRows{"suite_b1_s9", 3072, 24, 8, 128, 1, 9, 50.f},
+                      FewRows{"suite_b4_s4", 3072, 24, 8, 128, 4, 4, 0.f},
+                      FewRows{"suite_b16_s1", 3072, 24, 8, 128, 16, 1, 50.f},
+                      FewRows{"suite_b17_s1_splitk", 3072, 24, 8, 128, 17, 1, 50.f},
+                      FewRows{"gemma3_27b_b3_s1", 5376, 32, 16, 128, 3, 1, 0.f},
+                      FewRows{"gemma3_1b_b2_s3", 1152, 4, 1, 256, 2, 3, 0.f},
+                      FewRows{"gemma3_4b_b1_s1", 2560, 8, 4, 256, 1, 1, 0.f},
+                      FewRows{"gemma3_12b_b5_s2", 3840, 16, 8, 256, 5, 2, 0.f},
+                      FewRows{"hidden_256_short_k", 256, 2, 1, 128, 1, 7, 50.f}),
+    [](const auto& info) { return std::string(info.param.name); });
+
 // ---- variants and adversarial inputs ---------------------------------------------------------------------------
 struct Variant {
   const char* name;

@@ -62,7 +62,7 @@ INSTANTIATE_TEST_SUITE_P(Plans, Gemma3Pinned,
                                            "attention.kernel=sm90,attention.tail=separate",
                                            "attention.kernel=sm90,attention.softmax=running",
                                            "attention.kernel=sm90,attention.softmax=fixed",
-                                           "attention.kernel=sm90,attention.store=direct", "qkv=splitk",
+                                           "attention.kernel=sm90,attention.store=direct", "qkv=splitk", "o_proj=cublas",
                                            "qkv=cublas", "kv_gemm=separate", "o_prefetch=attention,attention.kernel=sm80",
                                            "o_prefetch=attention,attention.kernel=sm90"),
                          [](const auto& info) { return "p" + std::to_string(info.index); });

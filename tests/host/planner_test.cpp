@@ -26,6 +26,10 @@ DeviceInfo hopper() {
   d.audio_tf32_clusters[2] = d.audio_tf32x3_clusters[2] = 66;
   d.audio_tf32_clusters[4] = d.audio_tf32x3_clusters[4] = 30;
   d.head_gemm_clusters = 66;
+  for (int u = 0; u < 2; ++u) {
+    d.skinny_proj_blocks_per_sm[u] = 2;
+    for (int s = 2; s <= gk::detail::kMaxClusterSplit; ++s) d.skinny_proj_clusters[u][s] = 240 / s;
+  }
   return d;
 }
 
@@ -46,6 +50,7 @@ struct FakeLayer {
     const uintptr_t q_bytes = 24 * 128 * 3072 * 2, kv_bytes = 8 * 128 * 3072 * 2, base = uintptr_t(1) << 32;
     t.hidden_states.data = at(base - (uintptr_t(1) << 28));
     t.cos.data = at(base - (uintptr_t(2) << 28));
+    t.out.data = at(base + (uintptr_t(5) << 26));
     t.sin.data = at(base - (uintptr_t(3) << 28));
     t.q_proj_weight.data = at(base);
     uintptr_t k = packed ? base + q_bytes : base + (uintptr_t(1) << 26);
@@ -129,6 +134,51 @@ TEST(LayerPlanner, PinsApplyWhereTheirKernelRuns) {
   // o_prefetch=projection asks the split-K kernel, which does not run at 8192 rows: nobody prefetches.
   EXPECT_EQ(large.plan(pins("o_prefetch=projection")).o_prefetch, gk::gemma3::OPrefetch::kNone);
   EXPECT_EQ(large.plan(pins("o_prefetch=attention")).o_prefetch, gk::gemma3::OPrefetch::kAttention);
+}
+
+TEST(LayerPlanner, FewRowsTakeTheFewRowKernel) {
+  using gk::gemma3::OProjKernel;
+  using gk::gemma3::QkvKernel;
+  for (const int64_t b : {1, 8, 16}) {
+    const auto p = FakeLayer(b, 1).plan();
+    EXPECT_EQ(p.qkv, QkvKernel::kSkinny);
+    EXPECT_EQ(p.o_proj, OProjKernel::kSkinny);
+    // 40 head tiles and 24 O tiles, each K split as far as one resident wave of two CTAs per SM allows.
+    EXPECT_EQ(p.skinny.split, 6);
+    EXPECT_EQ(p.o_skinny.split, 8);
+  }
+  const auto seventeen = FakeLayer(17, 1).plan();
+  EXPECT_EQ(seventeen.qkv, QkvKernel::kSplitk);
+  EXPECT_EQ(seventeen.o_proj, OProjKernel::kCublas);
+  EXPECT_EQ(FakeLayer(1, 1).plan(pins("qkv=splitk")).qkv, QkvKernel::kSplitk);
+  EXPECT_EQ(FakeLayer(1, 1).plan(pins("o_proj=cublas")).o_proj, OProjKernel::kCublas);
+  // A pin where the kernel cannot take the call (128 rows) leaves the automatic choice.
+  EXPECT_EQ(FakeLayer(1, 128).plan(pins("qkv=skinny")).qkv, QkvKernel::kSplitk);
+  EXPECT_EQ(FakeLayer(1, 128).plan(pins("o_proj=skinny")).o_proj, OProjKernel::kCublas);
+  // A device where the kernel cannot be resident (the occupancy query answered nothing) never takes it.
+  FakeLayer f(1, 1);
+  DeviceInfo none = hopper();
+  none.skinny_proj_blocks_per_sm[0] = none.skinny_proj_blocks_per_sm[1] = 0;
+  gk::gemma3::LayerPlan p;
+  ASSERT_TRUE(gk::gemma3::plan_layer(f.c, f.t, none, Overrides(), &p).ok());
+  EXPECT_EQ(p.qkv, QkvKernel::kSplitk);
+  EXPECT_EQ(p.o_proj, OProjKernel::kCublas);
+}
+
+TEST(LayerPlanner, FewRowSplitStaysResidentAndLeavesEveryCtaItsChunks) {
+  gk::gemma3::SkinnyProjOperands o;
+  o.m = 1;
+  o.segments = 1;
+  o.units[0] = 40;
+  o.k = 3072;
+  int resident[gk::detail::kMaxClusterSplit + 1] = {};
+  for (int s = 2; s <= gk::detail::kMaxClusterSplit; ++s) resident[s] = 240 / s;
+  EXPECT_EQ(gk::gemma3::plan_skinny_proj(o, 264, resident).split, 6);
+  EXPECT_EQ(gk::gemma3::plan_skinny_proj(o, 132, resident).split, 3);
+  o.k = 256;  // 8 chunks: two per CTA at most
+  EXPECT_EQ(gk::gemma3::plan_skinny_proj(o, 264, resident).split, 2);
+  o.units[0] = 200;  // more tiles than half the slots: no split
+  EXPECT_EQ(gk::gemma3::plan_skinny_proj(o, 264, resident).split, 1);
 }
 
 TEST(LayerPlanner, WeightLayoutDecidesTheGemmsAndTheColumnOrder) {

@@ -427,6 +427,21 @@ TEST(Gemma3Cached, RejectsWhatItCannotTakeWithItsReason) {
     expect(x, GK_STATUS_INVALID_ARGUMENT, "overlap");
   }
   {
+    CachedCall x;  // left-padding starts: int32 [B]
+    x.cache.cache_starts = make(15, GK_DTYPE_F32, {x.c.batch});
+    expect(x, GK_STATUS_INVALID_ARGUMENT, "cache_starts: dtype is f32, expected i32");
+  }
+  {
+    CachedCall x;
+    x.cache.cache_starts = make(15, GK_DTYPE_I32, {x.c.batch + 1});
+    expect(x, GK_STATUS_INVALID_ARGUMENT, "cache_starts");
+  }
+  {
+    CachedCall x;  // the output written over the starts it reads
+    x.cache.cache_starts = make(11, GK_DTYPE_I32, {x.c.batch});
+    expect(x, GK_STATUS_INVALID_ARGUMENT, "overlap");
+  }
+  {
     CachedCall x;
     x.cache.k_cache.ndim = 3;
     expect(x, GK_STATUS_INVALID_ARGUMENT, "k_cache must be [B, num_kv_heads, max_len, head_dim]");

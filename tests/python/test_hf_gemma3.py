@@ -146,7 +146,8 @@ def test_local_layer_takes_the_window_without_a_mask_tensor():
 
 def test_what_it_cannot_take_is_named_once():
     """Modules it can never take stay unswitched and one warning names them (head_dim 96 here); a switched module
-    whose call it cannot take (a padded batch with a KV cache) runs its own forward and warns once per reason."""
+    whose call it cannot take (a right-padded batch with a KV cache) runs its own forward and warns once per
+    reason."""
     import warnings
 
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
@@ -164,8 +165,8 @@ def test_what_it_cannot_take_is_named_once():
     with torch.no_grad():
         assert use_gemma_kernels(model) == 2
         padded = torch.ones_like(ids)
-        padded[:, :3] = 0  # left padding
-        with pytest.warns(UserWarning, match="runs its own forward: a padded batch"):
+        padded[:, -3:] = 0  # right padding (left padding the library takes)
+        with pytest.warns(UserWarning, match="runs its own forward: an attention mask other than left padding"):
             model(ids, attention_mask=padded, use_cache=True)
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # said once already: silent now
@@ -251,6 +252,40 @@ def test_generate_runs_every_step_through_the_library(name, cache):
     assert_like_stock(ours, ref, f"HF generate, {name}, {cache} cache, 64 steps")
 
 
+@pytest.mark.parametrize("cache", ["dynamic", "static"])
+def test_generate_with_a_left_padded_batch(cache):
+    """Two prompts of 40 and 27 tokens, the shorter left-padded (as a tokenizer pads for generation), 32 new tokens
+    on the 27B's attention with a local layer of window 24 (so the window passes the pads during decode): every step
+    through the library, and the logits of each step agree with the stock model run once over the whole padded
+    sequences with the same attention mask."""
+    import warnings
+
+    model = released_like("27b", window=24)
+    prompt, short, new = 40, 27, 32
+    ids = torch.randint(2, 2048, (2, prompt), device="cuda", generator=torch.Generator("cuda").manual_seed(6))
+    mask = torch.ones_like(ids)
+    mask[1, :prompt - short] = 0
+    ids[1, :prompt - short] = 0  # the pad token
+    extra = {"dynamic": {}, "static": dict(cache_implementation="static", disable_compile=True)}[cache]
+    with torch.no_grad():
+        assert use_gemma_kernels(model) == 2
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = model.generate(ids, attention_mask=mask, max_new_tokens=new, min_new_tokens=new, do_sample=False,
+                                 pad_token_id=0, return_dict_in_generate=True, output_logits=True, **extra)
+        ours_warned = [str(w.message) for w in caught if "gemma_kernels" in str(w.message)]
+        assert not ours_warned, ours_warned
+        assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [new, new]
+        assert restore(model) == 2
+        ours = torch.stack(out.logits, dim=1)
+        full_mask = torch.cat([mask, torch.ones(2, new, dtype=mask.dtype, device=mask.device)], dim=1)
+        # The positions generate() gives a padded batch: counted from each row's first real token.
+        positions = (full_mask.long().cumsum(-1) - 1).masked_fill(full_mask == 0, 0)
+        full = model(out.sequences, attention_mask=full_mask, position_ids=positions, use_cache=False).logits
+    ref = full[:, prompt - 1:prompt - 1 + new]
+    assert_like_stock(ours, ref, f"HF generate, left-padded batch, {cache} cache")
+
+
 def test_generate_hook_reads_the_mask_from_kwargs_and_keeps_the_signature():
     """The generate() hook finds the 2-D mask where a model's prepare method takes it through **kwargs (as
     Gemma3ForConditionalGeneration's does), treats a prefill with image tokens as a mask it cannot replace, and keeps
@@ -269,10 +304,13 @@ def test_generate_hook_reads_the_mask_from_kwargs_and_keeps_the_signature():
     ids = torch.zeros(2, 5, dtype=torch.long)
     mask = torch.ones(2, 5, dtype=torch.long)
     model.prepare_inputs_for_generation(ids, attention_mask=mask)
-    assert state.pending == "causal"
+    assert state.pending[0] == "causal"
     mask[1, :2] = 0
     model.prepare_inputs_for_generation(ids, attention_mask=mask)
-    assert state.pending == "padded"
+    assert state.pending[0] == "padded" and state.pending[1].tolist() == [0, 2]
+    mask[0, -1] = 0  # right padding
+    model.prepare_inputs_for_generation(ids, attention_mask=mask)
+    assert state.pending[0] == "other"
     image = torch.tensor([[0, 1, 1, 0, 0]] * 2)
     model.prepare_inputs_for_generation(ids, attention_mask=torch.ones(2, 5), token_type_ids=image)
-    assert state.pending == "other"
+    assert state.pending[0] == "other"
