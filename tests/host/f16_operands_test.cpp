@@ -1,0 +1,210 @@
+// The audio operator's fp16 operand form (src/audio_qkv/f16_operands.hpp) against references computed another way:
+// in double, by rounding to a quantum with std::nearbyint or floor, and fp16 values decoded with ldexp. Bit for bit
+// where the form promises tf32's rounding, within its stated bound where it does not.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "audio_qkv/f16_operands.hpp"
+
+namespace {
+
+namespace f16 = gk::audio::f16;
+
+// fp16 bits decoded independently of the code under test.
+double decode(uint16_t h) {
+  const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  const double sign = (h & 0x8000) ? -1.0 : 1.0;
+  if (e == 31) return m ? std::numeric_limits<double>::quiet_NaN() : sign * INFINITY;
+  return sign * (e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25));
+}
+
+// Round to nearest even fp16 value, in double: the quantum is 2^(max(floor(log2|x|), -14) - 10).
+double ref_f16(double x) {
+  if (std::isnan(x)) return x;
+  const double a = std::fabs(x);
+  if (a == 0.0) return x;
+  const int e = std::max(static_cast<int>(std::floor(std::log2(a))), -14);
+  const double q = std::ldexp(1.0, e - 10);
+  const double r = std::nearbyint(a / q) * q;  // the default rounding mode: to nearest, ties to even
+  return std::copysign(r >= 65520.0 ? INFINITY : r, x);
+}
+
+// tf32 as the tf32 mode rounds: to a quantum of 2^(max(floor(log2|x|), -126) - 10), ties away from zero (fp32
+// denormals keep the normals' smallest quantum, as rounding the raw bits at bit 13 does).
+double ref_tf32(float x) {
+  if (!std::isfinite(x)) return x;
+  const double a = std::fabs(static_cast<double>(x));
+  if (a == 0.0) return x;
+  const int e = std::max(static_cast<int>(std::floor(std::log2(a))), -126);
+  const double q = std::ldexp(1.0, e - 10);
+  const double r = std::floor(a / q + 0.5) * q;
+  return static_cast<float>(std::copysign(r, static_cast<double>(x)));  // representable, or past FLT_MAX: Inf
+}
+
+float random_float(std::mt19937& rng, int min_exp, int max_exp) {
+  std::uniform_int_distribution<int> exp(min_exp, max_exp);
+  std::uniform_int_distribution<uint32_t> mant(0, (1u << 23) - 1);
+  std::bernoulli_distribution neg(0.5);
+  const float x = std::ldexp(1.0f + static_cast<float>(mant(rng)) / 8388608.0f, exp(rng));
+  return neg(rng) ? -x : x;
+}
+
+TEST(F16Operands, ConversionRoundTripsEveryFp16Value) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const double v = decode(static_cast<uint16_t>(h));
+    if (std::isnan(v)) {
+      EXPECT_TRUE(std::isnan(f16::from_f16(static_cast<uint16_t>(h))));
+      EXPECT_EQ(f16::to_f16(f16::from_f16(static_cast<uint16_t>(h))) & 0x7c00, 0x7c00);
+      continue;
+    }
+    EXPECT_EQ(static_cast<double>(f16::from_f16(static_cast<uint16_t>(h))), v) << std::hex << h;
+    EXPECT_EQ(f16::to_f16(static_cast<float>(v)), h) << std::hex << h;
+  }
+}
+
+TEST(F16Operands, ConversionRoundsEveryMidpointToEven) {
+  // Between each pair of neighbouring positive fp16 values (and past the largest), the midpoint and its fp32
+  // neighbours on either side.
+  for (uint32_t h = 0; h < 0x7c00; ++h) {
+    const double lo = decode(static_cast<uint16_t>(h)), hi = h + 1 < 0x7c00 ? decode(static_cast<uint16_t>(h + 1)) : 65536.0;
+    const float mid = static_cast<float>((lo + hi) / 2);  // exact: fp16 midpoints have at most 12 significant bits
+    for (const float x : {mid, std::nextafter(mid, 0.f), std::nextafter(mid, INFINITY)}) {
+      for (const float s : {x, -x}) {
+        const double want = ref_f16(s);
+        EXPECT_EQ(decode(f16::to_f16(s)), want) << s;
+      }
+    }
+  }
+}
+
+TEST(F16Operands, ConversionOfEveryExponentRange) {
+  std::mt19937 rng(7);
+  for (int e = -149; e <= 127; ++e) {
+    for (int i = 0; i < 200; ++i) {
+      const float x = e >= -126 ? random_float(rng, e, e)
+                                : std::ldexp(static_cast<float>(1 + rng() % ((1u << (e + 149)) - 0u)), -149);
+      const double want = ref_f16(x);
+      const double got = decode(f16::to_f16(x));
+      EXPECT_TRUE(got == want || (std::isinf(got) && std::isinf(want))) << x << " got " << got << " want " << want;
+    }
+  }
+  EXPECT_EQ(f16::to_f16(INFINITY), 0x7c00);
+  EXPECT_EQ(f16::to_f16(-INFINITY), 0xfc00);
+  EXPECT_EQ(f16::to_f16(std::numeric_limits<float>::quiet_NaN()) & 0x7e00, 0x7e00);
+  EXPECT_EQ(f16::to_f16(-0.f), 0x8000);
+  EXPECT_EQ(f16::to_f16(65504.f), 0x7bff);
+  EXPECT_EQ(f16::to_f16(65519.99f), 0x7bff);
+  EXPECT_EQ(f16::to_f16(65520.f), 0x7c00);
+}
+
+TEST(F16Operands, ScaleExponentPutsTheRowMaximumBelow2To15) {
+  std::mt19937 rng(11);
+  for (int e = -149; e <= 127; ++e) {
+    const float m = e >= -126 ? random_float(rng, e, e) : std::ldexp(1.f, e);
+    const int s = f16::scale_exponent(std::fabs(m));
+    const double scaled = std::ldexp(std::fabs(static_cast<double>(m)), s);
+    EXPECT_GE(scaled, 16384.0) << m;
+    EXPECT_LT(scaled, 32768.0) << m;
+    EXPECT_LE(std::ldexp(ref_tf32(std::fabs(m)), s), 32768.0) << m;  // its tf32 rounding may reach 2^15
+  }
+  EXPECT_EQ(f16::scale_exponent(0.f), 0);
+  EXPECT_EQ(f16::scale_exponent(INFINITY), 0);
+  EXPECT_EQ(f16::scale_exponent(std::numeric_limits<float>::quiet_NaN()), 0);
+}
+
+// A row's elements as the fp16 form gives them, against tf32's rounding: bit-identical in value wherever the scaled
+// value is a normal fp16, else within 2^-25 in scaled units.
+void check_row(const std::vector<float>& row) {
+  float max = 0.f;
+  for (const float x : row) {
+    if (std::isfinite(x)) max = std::max(max, std::fabs(x));
+  }
+  const int e = f16::scale_exponent(max);
+  for (const float x : row) {
+    const double want = ref_tf32(x);
+    const uint16_t h = f16::tf32_as_f16(x, e);
+    const double got = std::ldexp(decode(h), -e);
+    if (std::isnan(x)) {
+      EXPECT_TRUE(std::isnan(got));
+      continue;
+    }
+    if (std::isinf(want)) {  // an infinite input, or a finite one whose tf32 rounding overflows
+      EXPECT_EQ(got, want) << x;
+      continue;
+    }
+    if (std::fabs(std::ldexp(want, e)) >= std::ldexp(1.0, -14)) {
+      EXPECT_EQ(got, want) << x << " in a row of max " << max;
+    } else {
+      EXPECT_LE(std::fabs(got - want), std::ldexp(1.0, -25 - e)) << x << " in a row of max " << max;
+      EXPECT_LE(std::fabs(got - want), std::ldexp(static_cast<double>(max), -39)) << x;
+    }
+  }
+}
+
+TEST(F16Operands, RowsAcrossExponentRangesKeepTf32Rounding) {
+  std::mt19937 rng(13);
+  for (int top = -100; top <= 100; top += 5) {
+    for (int span : {0, 8, 28, 40, 80}) {
+      std::vector<float> row(257);
+      for (float& x : row) x = random_float(rng, top - span, top);
+      check_row(row);
+    }
+  }
+  // Rows of fp32 denormals, a row from 2^-100 to 2^100, zeros, a single huge element, Inf and NaN among finite values.
+  std::vector<float> denormals, wide, zeros(64, 0.f), huge(64, 1e-3f);
+  for (int i = 1; i < 2000; i += 7) denormals.push_back(std::ldexp(static_cast<float>(i), -149));
+  for (int e = -100; e <= 100; ++e) wide.push_back(random_float(rng, e, e));
+  zeros[3] = -0.f;
+  huge[17] = 3.0e38f;
+  check_row(denormals);
+  check_row(wide);
+  check_row(zeros);
+  check_row(huge);
+  std::vector<float> special = {1.f, -2.5f, INFINITY, 7.f, -INFINITY, std::numeric_limits<float>::quiet_NaN(), 0.25f,
+                                std::numeric_limits<float>::max()};
+  check_row(special);
+  for (const float z : zeros) EXPECT_EQ(f16::tf32_as_f16(z, f16::scale_exponent(0.f)) & 0x7fff, 0);
+}
+
+TEST(F16Operands, UnscaleIsOneRounding) {
+  std::mt19937 rng(17);
+  for (int e = -300; e <= 300; e += 3) {
+    for (int i = 0; i < 50; ++i) {
+      const float acc = random_float(rng, -40, 60);
+      const float want = static_cast<float>(std::ldexp(static_cast<double>(acc), -e));  // one rounding, to nearest even
+      const float got = f16::unscale(acc, e);
+      EXPECT_EQ(f16::bits_of(got), f16::bits_of(want)) << acc << " e " << e;
+    }
+  }
+}
+
+TEST(F16Operands, TwoTermSplitKeeps22Bits) {
+  std::mt19937 rng(19);
+  for (int top = -60; top <= 60; top += 4) {
+    std::vector<float> row(129);
+    for (float& x : row) x = random_float(rng, top - 10, top);
+    float max = 0.f;
+    for (const float x : row) max = std::max(max, std::fabs(x));
+    const int e = f16::scale_exponent(max);
+    for (const float x : row) {
+      const f16::Split s = f16::split(x, e);
+      const double scaled = std::ldexp(static_cast<double>(x), e);
+      const double back = decode(s.hi) + decode(s.lo) / 2048.0;
+      // hi is x rounded to fp16; lo rounds the residual to 11 bits: within 2^-22 of |x| (scaled), or the residual's
+      // fp16 quantum where lo is subnormal.
+      EXPECT_EQ(decode(s.hi), ref_f16(scaled)) << x;
+      EXPECT_LE(std::fabs(back - scaled), std::max(std::ldexp(std::fabs(scaled), -22), std::ldexp(1.0, -36))) << x;
+    }
+  }
+  const f16::Split inf = f16::split(INFINITY, 0);
+  EXPECT_EQ(inf.hi, 0x7c00);
+  EXPECT_EQ(inf.lo, 0);
+}
+
+}  // namespace
