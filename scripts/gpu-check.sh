@@ -99,6 +99,11 @@ if [ $SANITIZE -eq 1 ] && command -v compute-sanitizer > /dev/null; then
     cs $tool 'CachedLayer.*'
     step "$tool (key/value cache, small)" "${CS[@]}"
   done
+  # The few-row projection (decode-sized calls): head_dim 128 with a K split, 256, and a K of one set per CTA.
+  for tool in memcheck racecheck synccheck; do
+    cs $tool 'FewRows/*suite_b1_s9*:FewRows/*12b*:FewRows/*short_k*'
+    STEP_TIMEOUT=600 step "$tool (few-row projection)" "${CS[@]}"
+  done
   for tool in racecheck synccheck; do
     cs $tool 'Small/Gemma3Small.*'
     pinned "$tool (split-K projection, small)" qkv=splitk "${CS[@]}"
