@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(SkinnyProjTraits<kUnit>::kThreads, 2) skinny_p
 
   // A programmatic dependent (the attention after the q|k|v step) may launch now; it waits for this grid's end.
   device::launch_dependents();
-  device::grid_dependency_wait();  // the O projection's input comes from the kernel before (a no-op otherwise)
+  device::grid_dependency_wait();  // a no-op unless launched programmatically (no launch of the layer's is, today)
 
   const bf16* w = (seg == 0 ? p.w[0] : (seg == 1 ? p.w[1] : p.w[2])) +
                   (int64_t(unit) * kUnit + warp * Tr::kGroups * 8 + g) * K + q * 8;
