@@ -19,7 +19,8 @@ tensor: the model's 2-D attention mask must be all ones or left padding (each ro
 then hidden per sequence, and a pad token's own query gives zeros). A call that the library cannot take - another
 mask with a cache (right padding, a custom 4-D mask), an offloaded cache, weights not in bf16, flash/flex
 attention's masks, training mode - runs the module's original forward instead and warns once per module and
-reason. Each switched module counts its library calls in `_gk_fused_calls`.
+reason. Each switched module counts its library calls in `_gk_fused_calls` (the calls Python runs: not those inside
+a torch.compile'd graph).
 `attn_logit_softcapping` from the config is applied (HF's own Gemma3 attention does not apply it).
 
 `use_gemma_kernels(model, pack_qkv=True)` also moves each module's q, k and v weights into one allocation
@@ -230,6 +231,14 @@ def _cached_forward(self, hidden_states, cos, sin, past_key_values, form, softca
                          query_scale=scale, sliding_window=window, cache_starts=pads)
 
 
+def _count_fused(module) -> None:
+    """One library call more, where Python runs it. Not while torch.compile traces: an int that changes on every call
+    is a guard that fails on every call, so each decode step would compile anew (until dynamo's recompile limit sends
+    the rest to eager) and no CUDA graph would replay. Compiled calls are not counted."""
+    if not torch.compiler.is_compiling():
+        module._gk_fused_calls += 1
+
+
 def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask=None, past_key_values=None,
                    cache_position=None, **kwargs):
     cache_form = _cache_form(self, past_key_values) if past_key_values is not None else None
@@ -250,7 +259,7 @@ def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask
     softcap = float(self.attn_logit_softcapping or 0.0)
     if past_key_values is not None:
         out = _cached_forward(self, hidden_states.contiguous(), cos, sin, past_key_values, cache_form[0], softcap)
-        self._gk_fused_calls += 1
+        _count_fused(self)
         return out, None
     mask = _additive_mask(attention_mask, shape[0], seq_len) if attention_mask is not None else None
     # A local layer's window: HF's mask tensor carries it where there is one; without one, the operator applies it
@@ -261,7 +270,7 @@ def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask
         self.v_proj.weight, self.o_proj.weight, self.q_norm.weight, self.k_norm.weight, softcap=softcap,
         rms_norm_eps=float(self.q_norm.eps), is_causal=causal,
         norm_weight_offset=1.0, query_scale=float(self.scaling), sliding_window=sliding)
-    self._gk_fused_calls += 1
+    _count_fused(self)
     return out, None
 
 
