@@ -216,3 +216,64 @@ TEST(F16Operands, TwoTermSplitKeeps22Bits) {
 }
 
 }  // namespace
+
+namespace {
+
+// The exact mode's arithmetic on the host: the two terms of each operand, the big products and the cross products
+// accumulated apart in fp32 (fused multiply-adds, in K order), their sum unscaled; against fp32 dot products (the
+// same FMA chain on the unsplit values), both judged by relative L2 against a double-precision truth. What the
+// kernel's tensor cores accumulate may differ in order and internal width; this checks the method's own error.
+struct DotErrors {
+  double split, fp32;
+};
+
+DotErrors dot_errors(const std::vector<std::vector<float>>& xs, const std::vector<std::vector<float>>& ws) {
+  double e_split = 0, e_fp32 = 0, norm = 0;
+  for (const auto& x : xs) {
+    float mx = 0.f;
+    for (const float v : x) mx = std::max(mx, std::fabs(v));
+    const int ex = f16::scale_exponent(mx);
+    for (const auto& w : ws) {
+      float mw = 0.f;
+      for (const float v : w) mw = std::max(mw, std::fabs(v));
+      const int ew = f16::scale_exponent(mw);
+      double truth = 0;
+      float big = 0.f, cross = 0.f, plain = 0.f;
+      for (size_t k = 0; k < x.size(); ++k) {
+        truth += static_cast<double>(x[k]) * w[k];
+        plain = std::fma(x[k], w[k], plain);
+        const f16::Split a = f16::split(x[k], ex), b = f16::split(w[k], ew);
+        const float ah = f16::from_f16(a.hi), al = f16::from_f16(a.lo), bh = f16::from_f16(b.hi), bl = f16::from_f16(b.lo);
+        big = std::fma(ah, bh, big);
+        cross = std::fma(ah, bl, std::fma(al, bh, cross));
+      }
+      const float got = f16::unscale(big + cross * (1.f / 2048.f), ex + ew);
+      e_split += (got - truth) * (got - truth);
+      e_fp32 += (plain - truth) * (plain - truth);
+      norm += truth * truth;
+    }
+  }
+  return {std::sqrt(e_split / norm), std::sqrt(e_fp32 / norm)};
+}
+
+TEST(F16Operands, ExactModeTermsStayWithinTwiceFp32Error) {
+  std::mt19937 rng(29);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  constexpr int kK = 1024, kRows = 24, kCols = 24;  // the suite's hidden size
+  const auto make = [&](int n, float spread_exp) {
+    std::vector<std::vector<float>> m(n, std::vector<float>(kK));
+    std::uniform_real_distribution<float> exponent(-spread_exp, spread_exp);
+    for (auto& row : m) {
+      for (float& v : row) v = normal(rng) * std::exp2(exponent(rng));
+    }
+    return m;
+  };
+  // Plain normal values, then magnitudes spread over 2^±8 and 2^±20 within each row and column.
+  for (const float spread : {0.f, 8.f, 20.f}) {
+    const DotErrors e = dot_errors(make(kRows, spread), make(kCols, spread));
+    EXPECT_LE(e.split, 2 * e.fp32) << "spread 2^" << spread << ": two fp16 terms " << e.split << ", fp32 " << e.fp32;
+    EXPECT_GT(e.fp32, 0.0);
+  }
+}
+
+}  // namespace
