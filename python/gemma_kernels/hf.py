@@ -19,8 +19,8 @@ tensor: the model's 2-D attention mask must be all ones or left padding (each ro
 then hidden per sequence, and a pad token's own query gives zeros). A call that the library cannot take - another
 mask with a cache (right padding, a custom 4-D mask), an offloaded cache, weights not in bf16, flash/flex
 attention's masks, training mode - runs the module's original forward instead and warns once per module and
-reason. Each switched module counts its library calls in `_gk_fused_calls` (the calls Python runs: not those inside
-a torch.compile'd graph).
+reason. Each switched module counts its library calls: `fused_calls(module)` (eager calls in a Python int, calls
+inside a torch.compile'd graph in a device counter that the graph increments, CUDA-graph replays included).
 `attn_logit_softcapping` from the config is applied (HF's own Gemma3 attention does not apply it).
 
 `use_gemma_kernels(model, pack_qkv=True)` also moves each module's q, k and v weights into one allocation
@@ -232,11 +232,19 @@ def _cached_forward(self, hidden_states, cos, sin, past_key_values, form, softca
 
 
 def _count_fused(module) -> None:
-    """One library call more, where Python runs it. Not while torch.compile traces: an int that changes on every call
-    is a guard that fails on every call, so each decode step would compile anew (until dynamo's recompile limit sends
-    the rest to eager) and no CUDA graph would replay. Compiled calls are not counted."""
-    if not torch.compiler.is_compiling():
+    """One library call more. While torch.compile traces, the count goes to a device counter the graph increments
+    (replays included): a Python int that changes on every call would be a guard that fails on every call, so each
+    decode step would compile anew until dynamo's recompile limit sent the rest to eager, and no CUDA graph would
+    replay."""
+    if torch.compiler.is_compiling():
+        module._gk_graph_calls.add_(1)
+    else:
         module._gk_fused_calls += 1
+
+
+def fused_calls(module) -> int:
+    """How many calls of a switched Gemma3Attention module took the library (eager and compiled; one host sync)."""
+    return module._gk_fused_calls + int(module._gk_graph_calls.item())
 
 
 def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask=None, past_key_values=None,
@@ -318,7 +326,12 @@ def use_gemma_kernels(model: torch.nn.Module, pack_qkv: bool = False) -> int:
                 _pack_qkv_weights(module)
             module._gk_original_forward = module.forward
             module._gk_own_forward = module.__dict__.get("forward")  # an instance's own forward, if it had one
-            module._gk_fused_calls = 0  # how many calls took the fused layer (the rest fell back)
+            module._gk_fused_calls = 0  # how many eager calls took the fused layer (the rest fell back)
+            # ... and how many compiled ones (_count_fused): a buffer, so it follows the module's device; static for
+            # CUDA graphs (which replay its increment), and left out of the state dict.
+            counter = torch.zeros((), dtype=torch.int64, device=module.q_proj.weight.device)
+            module.register_buffer("_gk_graph_calls", counter, persistent=False)
+            torch._dynamo.mark_static_address(module._gk_graph_calls)
             module._gk_fallbacks = set()  # the reasons it has warned about
             module._gk_name = name or "model"
             module.forward = types.MethodType(_fused_forward, module)
@@ -348,6 +361,7 @@ def restore(model: torch.nn.Module) -> int:
             if module._gk_own_forward is not None:  # ... or to the instance's own, if it had one
                 module.forward = module._gk_own_forward
             del module._gk_original_forward, module._gk_own_forward, module._gk_fused_calls, module._gk_fallbacks
+            del module._buffers["_gk_graph_calls"]
             del module._gk_name
             n += 1
     return n
