@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "audio_qkv/f16_operands.hpp"
+#include "f16_operands_ref.hpp"
+#include "f16_rows.hpp"
 
 namespace {
 
@@ -274,6 +276,41 @@ TEST(F16Operands, ExactModeTermsStayWithinTwiceFp32Error) {
     EXPECT_LE(e.split, 2 * e.fp32) << "spread 2^" << spread << ": two fp16 terms " << e.split << ", fp32 " << e.fp32;
     EXPECT_GT(e.fp32, 0.0);
   }
+}
+
+}  // namespace
+
+namespace {
+
+// The per-row steps of a conversion to this form (the row's largest finite magnitude, its scale exponent, each
+// element's terms) on the host, against the plain reference of reference/cpu/f16_operands.cpp over the testkit's
+// adversarial rows.
+TEST(F16Operands, RowStepsMatchThePlainReferenceOnAdversarialRows) {
+  constexpr int kRows = 200, kK = 96;
+  const std::vector<float> rows = gk_testkit::f16_adversarial_rows(kRows, kK, 7);
+  int64_t bad = 0;
+  for (int r = 0; r < kRows; ++r) {
+    const float* x = rows.data() + r * kK;
+    float mx = 0.f;
+    for (int i = 0; i < kK; ++i) {
+      if (std::isfinite(x[i])) mx = std::max(mx, std::fabs(x[i]));
+    }
+    const int e = f16::scale_exponent(mx);
+    ASSERT_EQ(e, gk_test::ref_scale_exponent(x, kK)) << "row " << r;
+    for (int i = 0; i < kK; ++i) {
+      uint16_t hi, lo;
+      gk_test::ref_split(x[i], e, &hi, &lo);
+      const f16::Split s = f16::split(x[i], e);
+      const uint16_t one = gk_test::ref_tf32_f16(x[i], e), got = f16::tf32_as_f16(x[i], e);
+      if (!gk_test::ref_same_f16(got, one) || !gk_test::ref_same_f16(s.hi, hi) || !gk_test::ref_same_f16(s.lo, lo)) {
+        if (++bad <= 5) {
+          ADD_FAILURE() << "row " << r << " col " << i << " x " << x[i] << " e " << e << ": one term " << got
+                        << " want " << one << ", two terms " << s.hi << "/" << s.lo << " want " << hi << "/" << lo;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0);
 }
 
 }  // namespace
