@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-from gemma_kernels.hf import restore, use_gemma_kernels  # noqa: E402
+from gemma_kernels.hf import fused_calls, restore, use_gemma_kernels  # noqa: E402
 
 
 def build(layers: int, seed: int = 0):
@@ -72,7 +72,7 @@ def main() -> int:
                 use_gemma_kernels(model)
             r = measure(model, ids, args.new, extra, args.repeats)
             if who == "gemma-kernels":
-                fused = [m.self_attn._gk_fused_calls for m in model.model.layers]
+                fused = [fused_calls(m.self_attn) for m in model.model.layers]
                 r["library_calls_per_layer"] = fused
                 restore(model)
             rows.append(dict(cache=cache, attention=who, **r))

@@ -84,10 +84,10 @@ if [ $SANITIZE -eq 1 ] && command -v compute-sanitizer > /dev/null; then
   cs() { CS=(compute-sanitizer --tool "$1" --error-exitcode 1 "$T" --gtest_filter="$2" --gtest_brief=1); }
   cs memcheck '*Small*'
   step "memcheck (small tests)" "${CS[@]}"
-  # s1, s130 and the causal (S = 37) shapes run packed GQA tails on the sm90 kernel.
+  # s1, s130 and the causal (S = 37) shapes run packed GQA tails on the sm90 kernel; head_dim256* its 64-key form.
   for k in sm90 sm80; do
     for tool in racecheck synccheck; do
-      cs $tool  'Small/Gemma3Small.*causal_softcap:Small/Gemma3Small.*s130*:Small/Gemma3Small.s1'
+      cs $tool  'Small/Gemma3Small.*causal_softcap:Small/Gemma3Small.*s130*:Small/Gemma3Small.s1:Small/Gemma3Small.*head_dim256*'
       pinned "$tool (attention, small)" "attention.kernel=$k" "${CS[@]}"
     done
   done
@@ -98,6 +98,11 @@ if [ $SANITIZE -eq 1 ] && command -v compute-sanitizer > /dev/null; then
   for tool in memcheck racecheck synccheck; do
     cs $tool 'CachedLayer.*'
     step "$tool (key/value cache, small)" "${CS[@]}"
+  done
+  # The few-row projection (decode-sized calls): head_dim 128 with a K split, 256, and a K of one set per CTA.
+  for tool in memcheck racecheck synccheck; do
+    cs $tool 'FewRows/*suite_b1_s9*:FewRows/*12b*:FewRows/*short_k*'
+    STEP_TIMEOUT=600 step "$tool (few-row projection)" "${CS[@]}"
   done
   for tool in racecheck synccheck; do
     cs $tool 'Small/Gemma3Small.*'

@@ -19,7 +19,8 @@ tensor: the model's 2-D attention mask must be all ones or left padding (each ro
 then hidden per sequence, and a pad token's own query gives zeros). A call that the library cannot take - another
 mask with a cache (right padding, a custom 4-D mask), an offloaded cache, weights not in bf16, flash/flex
 attention's masks, training mode - runs the module's original forward instead and warns once per module and
-reason. Each switched module counts its library calls in `_gk_fused_calls`.
+reason. Each switched module counts its library calls: `fused_calls(module)` (eager calls in a Python int, calls
+inside a torch.compile'd graph in a device counter that the graph increments, CUDA-graph replays included).
 `attn_logit_softcapping` from the config is applied (HF's own Gemma3 attention does not apply it).
 
 `use_gemma_kernels(model, pack_qkv=True)` also moves each module's q, k and v weights into one allocation
@@ -230,6 +231,22 @@ def _cached_forward(self, hidden_states, cos, sin, past_key_values, form, softca
                          query_scale=scale, sliding_window=window, cache_starts=pads)
 
 
+def _count_fused(module) -> None:
+    """One library call more. While torch.compile traces, the count goes to a device counter the graph increments
+    (replays included): a Python int that changes on every call would be a guard that fails on every call, so each
+    decode step would compile anew until dynamo's recompile limit sent the rest to eager, and no CUDA graph would
+    replay."""
+    if torch.compiler.is_compiling():
+        module._gk_graph_calls.add_(1)
+    else:
+        module._gk_fused_calls += 1
+
+
+def fused_calls(module) -> int:
+    """How many calls of a switched Gemma3Attention module took the library (eager and compiled; one host sync)."""
+    return module._gk_fused_calls + int(module._gk_graph_calls.item())
+
+
 def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask=None, past_key_values=None,
                    cache_position=None, **kwargs):
     cache_form = _cache_form(self, past_key_values) if past_key_values is not None else None
@@ -250,7 +267,7 @@ def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask
     softcap = float(self.attn_logit_softcapping or 0.0)
     if past_key_values is not None:
         out = _cached_forward(self, hidden_states.contiguous(), cos, sin, past_key_values, cache_form[0], softcap)
-        self._gk_fused_calls += 1
+        _count_fused(self)
         return out, None
     mask = _additive_mask(attention_mask, shape[0], seq_len) if attention_mask is not None else None
     # A local layer's window: HF's mask tensor carries it where there is one; without one, the operator applies it
@@ -261,7 +278,7 @@ def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask
         self.v_proj.weight, self.o_proj.weight, self.q_norm.weight, self.k_norm.weight, softcap=softcap,
         rms_norm_eps=float(self.q_norm.eps), is_causal=causal,
         norm_weight_offset=1.0, query_scale=float(self.scaling), sliding_window=sliding)
-    self._gk_fused_calls += 1
+    _count_fused(self)
     return out, None
 
 
@@ -309,7 +326,12 @@ def use_gemma_kernels(model: torch.nn.Module, pack_qkv: bool = False) -> int:
                 _pack_qkv_weights(module)
             module._gk_original_forward = module.forward
             module._gk_own_forward = module.__dict__.get("forward")  # an instance's own forward, if it had one
-            module._gk_fused_calls = 0  # how many calls took the fused layer (the rest fell back)
+            module._gk_fused_calls = 0  # how many eager calls took the fused layer (the rest fell back)
+            # ... and how many compiled ones (_count_fused): a buffer, so it follows the module's device; static for
+            # CUDA graphs (which replay its increment), and left out of the state dict.
+            counter = torch.zeros((), dtype=torch.int64, device=module.q_proj.weight.device)
+            module.register_buffer("_gk_graph_calls", counter, persistent=False)
+            torch._dynamo.mark_static_address(module._gk_graph_calls)
             module._gk_fallbacks = set()  # the reasons it has warned about
             module._gk_name = name or "model"
             module.forward = types.MethodType(_fused_forward, module)
@@ -339,6 +361,7 @@ def restore(model: torch.nn.Module) -> int:
             if module._gk_own_forward is not None:  # ... or to the instance's own, if it had one
                 module.forward = module._gk_own_forward
             del module._gk_original_forward, module._gk_own_forward, module._gk_fused_calls, module._gk_fallbacks
+            del module._buffers["_gk_graph_calls"]
             del module._gk_name
             n += 1
     return n

@@ -17,6 +17,7 @@
 #include "attention/mask_policy.cuh"
 #include "attention/params.hpp"
 #include "attention/softmax.cuh"
+#include "common/device/kv_cache.cuh"
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
 
@@ -69,7 +70,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_decode_kernel(const At
   const int b = blockIdx.z / (p.num_q_heads / p.group_size), kvh = blockIdx.z % (p.num_q_heads / p.group_size);
   const int S = p.seq_len;
   // The cached length clamped as the cache write clamps it (a length past the host's bound stays inside the cache).
-  const int cached = max(0, min(p.kv_lens[b], p.kv_capacity - S));
+  const int cached = device::cached_tokens(p.kv_lens[b], p.kv_capacity, S);
   const int key_len = cached + S;
   // The first key a query sees: the window's, or a left-padded sequence's first real token.
   const int start = p.kv_starts != nullptr ? max(0, min(p.kv_starts[b], key_len)) : 0;

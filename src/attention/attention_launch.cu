@@ -1,6 +1,7 @@
 // Launch of the attention kernels as the plan says (attention_plan.hpp): the instantiated matrix is {softcap on, off}
 // x {causal, sliding window, additive, none} for the sm80-class kernel at head_dim 128 and 256 and the sm90 kernel
-// at 128, and the sm90 kernel's fixed-reference softmax for softcap x each mask. Additive mode first builds the tile lists for the
+// at 128 (256: without the additive mask), and the sm90 kernel's fixed-reference softmax at 128 for softcap x each
+// mask. Additive mode first builds the tile lists for the
 // kernel's block shape (mask_tiles.cu).
 #include <cuda.h>
 
@@ -22,10 +23,11 @@ namespace {
 
 constexpr const char* kOp = "gemma3_attention";
 using Sm80Traits128 = AttentionTraits</*kBlockM=*/64, /*kBlockN=*/64, /*kHeadDim=*/128, /*kWarps=*/4>;
-// head_dim 256 runs on the sm80-class kernel only, with the same tiles (160 KB of shared memory).
+// head_dim 256 on the sm80-class kernel: the same tiles (160 KB of shared memory).
 using Sm80Traits256 = AttentionTraits</*kBlockM=*/64, /*kBlockN=*/64, /*kHeadDim=*/256, /*kWarps=*/4>;
 static_assert(Sm90Traits::kBlockM == kSm90Block && Sm90Traits::kBlockN == kSm90Block &&
-                  Sm90Traits::kHeadDim == kSm90HeadDim && Sm80Traits256::kBlockM == kSm80Block &&
+                  Sm90Traits256::kBlockM == kSm90Block && Sm90Traits256::kBlockN == sm90_key_tile(256, true) &&
+                  Sm90Traits::kHeadDim == 128 && Sm90Traits256::kHeadDim == 256 && Sm80Traits256::kBlockM == kSm80Block &&
                   Sm80Traits128::kBlockM == kSm80Block && Sm80Traits128::kBlockN == kSm80Block,
               "the planner's tiles (attention_plan.hpp) are the kernels'");
 
@@ -60,22 +62,25 @@ Status prepare_sm80(AttentionParams p, const AttentionPlan& plan, AttentionLaunc
 Status encode_qkv_map(const AttentionParams& p, uint32_t box_rows, CUtensorMap* map) {
   const uint64_t dims[3] = {uint64_t(p.q_token_stride), uint64_t(p.seq_len), uint64_t(p.batch)};
   const uint64_t strides[2] = {uint64_t(p.q_token_stride) * 2, uint64_t(p.q_batch_stride) * 2};
-  const uint32_t box[3] = {Sm90Traits::kBoxCols, box_rows, 1};
+  const uint32_t box[3] = {64, box_rows, 1};  // the traits' kBoxCols
   return detail::encode_tiled_map(kOp, map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, p.q, dims, strides, box);
 }
 
-// The sm90 kernel of a variant (the fixed-reference softmax only with softcap).
-template <bool kSoftcap, MaskMode kMask>
+// The sm90 kernel of a variant (the fixed-reference softmax only with softcap, at D = 128).
+template <class Tr, bool kSoftcap, MaskMode kMask>
 auto sm90_kernel(bool fixed_softmax) {
-  if constexpr (kSoftcap) {
-    if (fixed_softmax) return attention_sm90_kernel<kSoftcap, kMask, true>;
+  if constexpr (kSoftcap && Tr::kHeadDim == 128) {
+    if (fixed_softmax) return attention_sm90_kernel<kSoftcap, kMask, true, Tr>;
   }
-  return attention_sm90_kernel<kSoftcap, kMask, false>;
+  return attention_sm90_kernel<kSoftcap, kMask, false, Tr>;
 }
 
-template <bool kSoftcap, MaskMode kMask>
+template <class Tr, bool kSoftcap, MaskMode kMask>
 Status prepare_sm90(AttentionParams p, const AttentionPlan& plan, AttentionLaunches* out) {
-  using Tr = Sm90Traits;
+  static_assert(Tr::kBoxCols == 64, "encode_qkv_map's boxes");
+  if (plan.fixed_softmax && Tr::kHeadDim != 128) {
+    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: the fixed-reference softmax is built at head_dim 128", kOp);
+  }
   apply_grid(plan, &p);
   const Sm90Columns cols{static_cast<int>(p.k - p.q), static_cast<int>(p.v - p.q), plan.o_tma};
   CUtensorMap map, tail_map, out_map{};
@@ -95,7 +100,8 @@ Status prepare_sm90(AttentionParams p, const AttentionPlan& plan, AttentionLaunc
     GK_RETURN_IF_ERROR(prepare_mask_tiles(&p, Tr::kBlockM, Tr::kBlockN, /*mark_bounded=*/plan.fixed_softmax,
                                           &out->classify, &out->list));
   }
-  out->kernel = detail::KernelLaunch("attention sm90 kernel launch", sm90_kernel<kSoftcap, kMask>(plan.fixed_softmax),
+  out->kernel = detail::KernelLaunch("attention sm90 kernel launch",
+                                     sm90_kernel<Tr, kSoftcap, kMask>(plan.fixed_softmax),
                                      {dim3(static_cast<unsigned>(plan.grid)), Tr::kThreads, Tr::kSmemBytes}, map,
                                      tail_map, out_map, p, cols);
   return Status::Ok();
@@ -103,8 +109,12 @@ Status prepare_sm90(AttentionParams p, const AttentionPlan& plan, AttentionLaunc
 
 template <bool kSoftcap, MaskMode kMask>
 Status prepare_variant(const AttentionParams& p, int head_dim, const AttentionPlan& plan, AttentionLaunches* out) {
+  if (plan.kernel == AttentionKernel::kSm90) {
+    if (head_dim == 128) return prepare_sm90<Sm90Traits, kSoftcap, kMask>(p, plan, out);
+    if constexpr (kMask != MaskMode::kAdditive) return prepare_sm90<Sm90Traits256, kSoftcap, kMask>(p, plan, out);
+    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: an additive mask at head_dim 256 runs on the sm80 kernel", kOp);
+  }
   if (head_dim == Sm80Traits256::kHeadDim) return prepare_sm80<Sm80Traits256, kSoftcap, kMask>(p, plan, out);
-  if (plan.kernel == AttentionKernel::kSm90) return prepare_sm90<kSoftcap, kMask>(p, plan, out);
   return prepare_sm80<Sm80Traits128, kSoftcap, kMask>(p, plan, out);
 }
 
@@ -127,9 +137,13 @@ Status prepare_mask(const AttentionParams& p, int head_dim, const AttentionPlan&
 template <bool kSoftcap, MaskMode kMask>
 Status opt_in_variant() {
   const auto opt_in = [](const void* kernel, size_t bytes) { return detail::set_smem_opt_in(kOp, kernel, bytes); };
-  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(sm90_kernel<kSoftcap, kMask>(false)), Sm90Traits::kSmemBytes));
-  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(sm90_kernel<kSoftcap, kMask>(true)), Sm90Traits::kSmemBytes));
-  if constexpr (kMask != MaskMode::kAdditive) {  // the cached forms
+  GK_RETURN_IF_ERROR(
+      opt_in(reinterpret_cast<const void*>(sm90_kernel<Sm90Traits, kSoftcap, kMask>(false)), Sm90Traits::kSmemBytes));
+  GK_RETURN_IF_ERROR(
+      opt_in(reinterpret_cast<const void*>(sm90_kernel<Sm90Traits, kSoftcap, kMask>(true)), Sm90Traits::kSmemBytes));
+  if constexpr (kMask != MaskMode::kAdditive) {  // head_dim 256 on the sm90 kernel; the cached forms
+    GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(sm90_kernel<Sm90Traits256, kSoftcap, kMask>(false)),
+                              Sm90Traits256::kSmemBytes));
     GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(attention_fwd_kernel<Sm80Traits128, kSoftcap, kMask, true>),
                               Sm80Traits128::kSmemBytes));
     GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(attention_fwd_kernel<Sm80Traits256, kSoftcap, kMask, true>),
@@ -178,8 +192,10 @@ Status prepare_attention(AttentionParams p, int head_dim, const AttentionPlan& p
     *out = AttentionLaunches{};
     return prepare_decode(p, head_dim, plan, out);
   }
-  if (head_dim != Sm90Traits::kHeadDim && (plan.kernel != AttentionKernel::kSm80 || plan.block_m != kSm80Block)) {
-    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: head_dim %d runs on the sm80 kernel only", kOp, head_dim);
+  const bool sm90 = plan.kernel == AttentionKernel::kSm90;
+  if (plan.block_m != (sm90 ? kSm90Block : kSm80Block) || plan.block_n != sm90_key_tile(head_dim, sm90)) {
+    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: the plan's tiles %dx%d are not the kernel's at head_dim %d",
+                         kOp, plan.block_m, plan.block_n, head_dim);
   }
   // A column pair of the mask loads as one 4-byte word when no pair can straddle a row end or a word boundary.
   p.mask_pairs = p.mask_mode == MaskMode::kAdditive && p.seq_len % 2 == 0 && p.mask_row_stride % 2 == 0 &&

@@ -53,15 +53,18 @@ Status plan_attention(const AttentionShape& s, const detail::DeviceInfo& dev, co
                       AttentionPlan* plan) {
   AttentionPlan p;
   const bool wide_grid = kSm90MaxSmsPerTile * attention_tiles(s, kSm90Block, 0) >= dev.sms;
-  // The sm90 kernel is built for head_dim kSm90HeadDim only; others run on the sm80-class kernel.
-  const bool sm90 = s.sm90_layout && s.head_dim == kSm90HeadDim && ov.attention_kernel != 1 &&
-                    (ov.attention_kernel == 0 || wide_grid);
+  // The sm90 kernel is built for head_dim 128, and for 256 without the additive mask (its tile lists and the
+  // fixed-reference softmax are instantiated at 128 only); the rest run on the sm80-class kernel.
+  const bool sm90_built = s.head_dim == 128 || (s.head_dim == 256 && s.mask != MaskMode::kAdditive);
+  const bool sm90 = s.sm90_layout && sm90_built && ov.attention_kernel != 1 && (ov.attention_kernel == 0 || wide_grid);
   if (sm90) {
     p.kernel = AttentionKernel::kSm90;
-    p.block_m = p.block_n = kSm90Block;
+    p.block_m = kSm90Block;
+    p.block_n = sm90_key_tile(s.head_dim, true);
     p.tail_rows = ov.attention_tail == 1 ? 0 : packed_tail_rows(s.seq_len, s.group_size, kSm90Block);
-    p.o_tma = s.o_tma && ov.attention_store != 1;
-    if (s.softcap) {
+    // At head_dim 256 the output leaves from registers (no shared memory left to stage it for TMA stores).
+    p.o_tma = s.o_tma && s.head_dim == 128 && ov.attention_store != 1;
+    if (s.softcap && s.head_dim == 128) {
       const bool wanted = s.mask != MaskMode::kAdditive
                               ? ov.attention_softmax != 0
                               : ov.attention_softmax == 1 ||

@@ -13,10 +13,11 @@ namespace gk::gemma3 {
 
 // kDecode: a few new tokens over a key/value cache (attention_decode.cuh; chosen by the layer's cached steps).
 enum class AttentionKernel { kSm90, kSm80, kDecode };
-// The kernels' square tiles (query rows = keys), as instantiated (attention_launch.cu checks them against the traits).
+// The kernels' query blocks, as instantiated (attention_launch.cu checks them against the traits).
 inline constexpr int kSm90Block = 128, kSm80Block = 64;
-// The head dim the sm90 kernel is built for (the sm80-class kernel also takes 256).
-inline constexpr int kSm90HeadDim = 128;
+// Their key tiles: the sm80-class kernel's are square; the sm90 kernel's are 128 keys at head_dim 128 and 64 at 256
+// (its register budget: sm90_traits.cuh).
+constexpr int sm90_key_tile(int head_dim, bool sm90) { return !sm90 ? kSm80Block : head_dim == 128 ? 128 : 64; }
 
 // What the planner needs of a call.
 struct AttentionShape {

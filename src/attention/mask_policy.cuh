@@ -11,6 +11,7 @@
 #include <cfloat>
 #include <cstdint>
 
+#include "common/device/kv_cache.cuh"
 #include "common/device/sm80_primitives.cuh"
 #include "attention/params.hpp"
 #include "attention/work_tile.hpp"
@@ -44,7 +45,7 @@ struct MaskPolicy {
     if constexpr (kCached) {
       // The host checked that the caller's bound on the lengths leaves room; a length past it still reads nothing
       // beyond the cache (its results are then as wrong as its length, never out of bounds).
-      p0 = max(0, min(p.kv_lens[t.b], p.kv_capacity - p.seq_len));
+      p0 = device::cached_tokens(p.kv_lens[t.b], p.kv_capacity, p.seq_len);
       key_len = p0 + p.seq_len;
       t.p0 = p0;
       t.key_len = key_len;

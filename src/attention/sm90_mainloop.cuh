@@ -31,7 +31,7 @@ struct Sm90Mainloop {
         v_pipe(smem.v_pipe),
         half_block(half),
         lane(lane_),
-        // This warpgroup's rows start kConsumerRows rows into each Q box.
+        // This warpgroup's rows start kConsumerRows rows into each Q column box.
         q_desc(device::smem_desc_sw128(smem.q + half * Tr::kConsumerRows * Tr::kBoxRowBytes, 16, 1024)),
         k_desc(device::smem_desc_sw128(smem.k, 16, 1024)),
         // V is [keys][dims], dims contiguous: an MN-major B operand whose next kBoxCols dims sit one box further.
@@ -57,13 +57,19 @@ struct Sm90Mainloop {
     for (int k = 0; k < Tr::kKSteps; ++k) {
       // 16 columns = 32 bytes along the swizzled row; each box holds kBoxCols / 16 steps.
       constexpr int kStepsPerBox = Tr::kBoxCols / 16;
-      const uint32_t off = (k / kStepsPerBox) * Tr::kBoxBytes + (k % kStepsPerBox) * 32;
-      device::wgmma_m64n128k16_ss(acc_s, desc_at(q_desc, off), desc_at(k_tile, off), k > 0);
+      const uint32_t step = (k % kStepsPerBox) * 32;
+      const uint64_t a = desc_at(q_desc, (k / kStepsPerBox) * Tr::kQBoxBytes + step);
+      const uint64_t b = desc_at(k_tile, (k / kStepsPerBox) * Tr::kBoxBytes + step);
+      if constexpr (Tr::kBlockN == 128) {
+        device::wgmma_m64n128k16_ss(acc_s, a, b, k > 0);
+      } else {
+        device::wgmma_m64n64k16_ss(acc_s, a, b, k > 0);
+      }
     }
     device::wgmma_commit();
   }
 
-  // O += P V of ring use g.
+  // O += P V of ring use g: per 16 keys, one m64n128k16 per 128 output columns (two column boxes of V further).
   __device__ __forceinline__ void issue_pv(float (&acc_o)[Tr::kDTiles][4], const uint32_t (&p_frag)[Tr::kNTiles / 2][4],
                                            int g) const {
     const uint64_t v_tile = desc_at(v_desc, v_pipe.stage(g) * Tr::kTileBytes);
@@ -71,8 +77,13 @@ struct Sm90Mainloop {
     device::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
-      // 16 keys = 16 box rows down the tile.
-      device::wgmma_m64n128k16_rs_tb(acc_o, p_frag[kk], desc_at(v_tile, kk * 16 * Tr::kBoxRowBytes), 1);
+#pragma unroll
+      for (int c = 0; c < Tr::kDTiles / 16; ++c) {
+        // 16 keys = 16 box rows down the tile; 128 columns = two column boxes.
+        auto& acc = *reinterpret_cast<float(*)[16][4]>(&acc_o[16 * c]);
+        device::wgmma_m64n128k16_rs_tb(acc, p_frag[kk],
+                                       desc_at(v_tile, c * 2 * Tr::kBoxBytes + kk * 16 * Tr::kBoxRowBytes), 1);
+      }
     }
     device::wgmma_commit();
   }

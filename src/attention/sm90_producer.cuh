@@ -29,10 +29,15 @@ struct Sm90Producer {
     const uint32_t q_full = sm.q_pipe.full(0);
     if (tc.tail_rows == 0) {
       const int q_col = tc.h * Tr::kHeadDim;
-      device::mbar_arrive_expect_tx(q_full, Tr::kTileBytes);
+      device::mbar_arrive_expect_tx(q_full, Tr::kQTileBytes);
 #pragma unroll
       for (int box = 0; box < Tr::kBoxes; ++box) {
-        device::tma_load_3d(sm.q + box * Tr::kBoxBytes, qkv_map, q_full, q_col + box * Tr::kBoxCols, tc.m0, tc.b);
+        // A column box of kBlockM rows as boxes of kBoxRows: each lands on whole 1024-byte swizzle atoms.
+#pragma unroll
+        for (int r = 0; r < Tr::kBlockM / Tr::kBoxRows; ++r) {
+          device::tma_load_3d(sm.q + box * Tr::kQBoxBytes + r * Tr::kBoxBytes, qkv_map, q_full,
+                              q_col + box * Tr::kBoxCols, tc.m0 + r * Tr::kBoxRows, tc.b);
+        }
       }
     } else {
       // Head j's tail_rows rows land at row j * tail_rows of every box (a multiple of 8 rows keeps each load on the
@@ -43,7 +48,7 @@ struct Sm90Producer {
         const int q_col = (tc.h + j) * Tr::kHeadDim;
 #pragma unroll
         for (int box = 0; box < Tr::kBoxes; ++box) {
-          device::tma_load_3d(sm.q + box * Tr::kBoxBytes + j * head_bytes, tail_map, q_full,
+          device::tma_load_3d(sm.q + box * Tr::kQBoxBytes + j * head_bytes, tail_map, q_full,
                               q_col + box * Tr::kBoxCols, tc.m0, tc.b);
         }
       }

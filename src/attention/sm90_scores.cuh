@@ -19,6 +19,10 @@ template <class Tr, bool kSoftcap, MaskMode kMask, bool kFixedRef>
 struct Sm90TileScores {
   static_assert(!kFixedRef || kSoftcap, "logits bounded by the softcap");
   static constexpr int kNTiles = Tr::kNTiles;
+  // The diagonal key tile spans both warpgroups' rows (kBlockN = kBlockM): the first warpgroup's rows see only its
+  // first half. With 64-key tiles the block's last key tile lies wholly right of the first warpgroup's rows, which
+  // the edge masking gives probability 0 (one tile of the block's visits, at D = 256).
+  static constexpr bool kHalfDiagonal = Tr::kBlockN == 2 * Tr::kConsumerRows;
 
   const int half_block;
   const float scale;  // RowSoftmax's factor
@@ -53,7 +57,7 @@ struct Sm90TileScores {
   // The work tile's first key tile; first_step takes it.
   __device__ __forceinline__ KeyTile first_key(const AttentionParams& p, const TileCoord& tc) {
     const KeyTile kt = next_key(p, tc, 0);
-    half_keys = MaskPolicy<kMask>::kCausal && (half_block == 0 || tc.tail_rows > 0);
+    half_keys = kHalfDiagonal && MaskPolicy<kMask>::kCausal && (half_block == 0 || tc.tail_rows > 0);
     return kt;
   }
 
@@ -82,8 +86,7 @@ struct Sm90TileScores {
   // did skipping half of its P*V (C7511).
   __device__ __forceinline__ void first_step(const AttentionParams& p, const TileCoord& tc, const KeyTile& first,
                                             float (&acc_s)[kNTiles][4], float (&alpha)[2]) {
-    if (half_keys) {
-      static_assert(Tr::kBlockN == 2 * Tr::kConsumerRows, "half the diagonal tile: one warpgroup's rows");
+    if (kHalfDiagonal && half_keys) {
       auto& acc_s_half = reinterpret_cast<float(&)[kNTiles / 2][4]>(acc_s);  // the first half of the n8 tiles
       if constexpr (kFixedRef) {
         fixed_probabilities(p, acc_s_half, first.n0, true);

@@ -12,7 +12,11 @@
 namespace gk::gemma3 {
 
 // kBlockM query rows per work tile, kBlockN keys per key tile, heads of kHeadDim. Q, K and V tiles arrive by TMA
-// as kBoxes boxes of kBoxCols columns (128 bytes: one 128-byte swizzle row) x kBoxRows rows each.
+// in boxes of kBoxCols columns (128 bytes: one 128-byte swizzle row) x kBoxRows (= kBlockN) rows: a K or V tile is
+// kBoxes boxes side by side, a Q tile kBoxes column boxes of kBlockM rows, each loaded as kBlockM / kBoxRows boxes.
+// Two shapes: D = 128 with 128-key tiles, and D = 256 with 64-key tiles (the 64 x 256 fp32 output accumulator takes
+// 128 registers a thread, so the scores get 32; and the Q tile and two K/V stages take 192 KB, which leaves no room
+// for the output staging: D = 256 stores its rows from registers, Sm90Epilogue).
 template <int kHeadDim_, int kBlockM_ = 128, int kBlockN_ = 128>
 struct Sm90AttentionTraits {
   static constexpr int kBlockM = kBlockM_;
@@ -24,14 +28,18 @@ struct Sm90AttentionTraits {
   static constexpr int kConsumerWarps = 4 * kConsumerWarpgroups;
   static constexpr int kThreads = 128 * (1 + kConsumerWarpgroups);  // the producer warpgroup first
   static constexpr int kBoxCols = 64;
-  static constexpr int kBoxRows = kBlockM;
-  static constexpr int kBoxes = kHeadDim / kBoxCols;   // boxes side by side in a Q, K or V tile
+  static constexpr int kBoxRows = kBlockN;
+  static constexpr int kBoxes = kHeadDim / kBoxCols;   // column boxes side by side in a Q, K or V tile
   static constexpr int kBoxRowBytes = kBoxCols * 2;
-  static constexpr uint32_t kBoxBytes = kBoxCols * kBoxRows * 2;
-  static constexpr uint32_t kTileBytes = kBoxes * kBoxBytes;
+  static constexpr uint32_t kBoxBytes = kBoxCols * kBoxRows * 2;      // one K or V column box (one TMA box)
+  static constexpr uint32_t kTileBytes = kBoxes * kBoxBytes;          // a K or V tile
+  static constexpr uint32_t kQBoxBytes = kBoxCols * kBlockM * 2;      // one Q column box (kBlockM rows)
+  static constexpr uint32_t kQTileBytes = kBoxes * kQBoxBytes;
   static constexpr int kNumBarriers = 2 + 4 * kStages;  // Q full, Q empty; K, V full; K, V empty
-  static constexpr uint32_t kOutBytes = kConsumerRows * kHeadDim * 2;  // one consumer warpgroup's output rows (bf16)
-  static constexpr size_t kSmemBytes = 1024 + size_t(kTileBytes) * (1 + 2 * kStages) +
+  // The output leaves through shared-memory staging (TMA or 16-byte stores) where it fits: at D = 128.
+  static constexpr bool kStagedOutput = kHeadDim == 128;
+  static constexpr uint32_t kOutBytes = kStagedOutput ? kConsumerRows * kHeadDim * 2 : 0;  // per consumer warpgroup
+  static constexpr size_t kSmemBytes = 1024 + size_t(kQTileBytes) + size_t(kTileBytes) * 2 * kStages +
                                        kConsumerWarpgroups * size_t(kOutBytes) + 2 * kTileSlotBytes +
                                        8 * kNumBarriers;
   static constexpr int kProducerRegs = 24;
@@ -42,13 +50,16 @@ struct Sm90AttentionTraits {
 
   static_assert(kHeadDim % kBoxCols == 0, "a head is whole column boxes");
   static_assert(kBlockM == 2 * kConsumerRows, "two consumer warpgroups, ping-pong (named barriers 1 and 2)");
-  static_assert(kBlockN == kBoxRows, "K and V tiles load through the Q tiles' tensor map (one box height)");
-  // The wgmma issued are m64n128k16 (Q K^T: n = kBlockN; P V: n = kHeadDim), and 240 consumer registers hold the
-  // 64 + 64 fp32 accumulators and P's 32 registers at these sizes only; the output staging stages 128 columns.
-  static_assert(kHeadDim == 128 && kBlockN == 128, "instantiated and register-budgeted at D = 128, 128-key tiles");
+  static_assert(kBlockM % kBoxRows == 0, "a Q column box is whole K/V boxes high (one tensor map for all three)");
+  // Register budget of the 240 consumer registers: fp32 S (kBlockN / 2 a thread), fp32 O (kHeadDim / 2) and P
+  // (kBlockN / 4). The wgmma issued: Q K^T m64nBlockNk16, P V m64n128k16 per 128 output columns.
+  static_assert((kHeadDim == 128 && kBlockN == 128) || (kHeadDim == 256 && kBlockN == 64),
+                "instantiated and register-budgeted at D = 128 with 128-key tiles and D = 256 with 64-key tiles");
+  static_assert(kSmemBytes <= 227 * 1024, "the opt-in shared-memory limit");
 };
 
 using Sm90Traits = Sm90AttentionTraits<128>;
+using Sm90Traits256 = Sm90AttentionTraits<256, 128, 64>;
 
 // Column offsets (elements) of the K and V heads inside the packed q|k|v rows the tensor map covers.
 struct Sm90Columns {
@@ -67,9 +78,9 @@ struct Sm90Smem {
 
   __device__ __forceinline__ explicit Sm90Smem(uint32_t base)
       : q(base),
-        k(q + Tr::kTileBytes),                 // kStages tiles
+        k(q + Tr::kQTileBytes),                // kStages tiles
         v(k + Tr::kStages * Tr::kTileBytes),   // kStages tiles
-        o(v + Tr::kStages * Tr::kTileBytes),   // kConsumerWarpgroups output staging buffers
+        o(v + Tr::kStages * Tr::kTileBytes),   // kConsumerWarpgroups output staging buffers (if staged)
         slots(o + Tr::kConsumerWarpgroups * Tr::kOutBytes),  // 2 decoded work tiles (16-byte aligned)
         bar(slots + 2 * kTileSlotBytes),       // 8-byte mbarriers
         q_pipe{bar, bar + 8u},

@@ -2,6 +2,7 @@
 // clamps it (MaskPolicy::visit): a length past the host's bound still lands inside the cache, never beyond it.
 #include <cuda_bf16.h>
 
+#include "common/device/kv_cache.cuh"
 #include "common/kernel_launch.hpp"
 #include "common/status_util.hpp"
 #include "gemma3_layer/head_scatter.hpp"
@@ -33,7 +34,7 @@ __global__ void head_scatter_kernel(const HeadScatterParams p) {
     }
   }
   int64_t pos = s;
-  if (part.at_lens) pos += max(int64_t(0), min(int64_t(p.lens[b]), int64_t(part.capacity) - p.seq_len));
+  if (part.at_lens) pos += device::cached_tokens(p.lens[b], part.capacity, p.seq_len);
   const __nv_bfloat16* src = p.qkv + (int64_t(b) * p.seq_len + s) * p.row_stride + part.col + h * p.head_dim + c * 8;
   __nv_bfloat16* dst = part.dst + ((int64_t(b) * part.heads + h) * part.capacity + pos) * p.head_dim + c * 8;
   *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);

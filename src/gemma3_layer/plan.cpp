@@ -25,9 +25,18 @@ constexpr int64_t kPrefetchMaxRows = 128;
 // A strided-batch GEMM's weight distance must fit what cuBLASLt's batch stride takes.
 constexpr uintptr_t kMaxBatchDistance = uintptr_t(1) << 40;
 
-// The few-row kernel's K split on this device (its residency by unit, queried at handle creation).
+// The few-row kernel's residency for these operands' unit (queried at handle creation): 0 for 128 columns, 1 for 256.
+int skinny_unit_index(const SkinnyProjOperands& o) { return o.unit == 128 ? 0 : 1; }
+
+// Whether the few-row kernel can take these operands on this device (0 CTAs per SM: the occupancy query answered
+// nothing).
+bool skinny_fits(const SkinnyProjOperands& o, const detail::DeviceInfo& dev) {
+  return skinny_proj_supported(o) && dev.skinny_proj_blocks_per_sm[skinny_unit_index(o)] > 0;
+}
+
+// The few-row kernel's K split on this device.
 SkinnyProjPlan plan_skinny(const SkinnyProjOperands& o, const detail::DeviceInfo& dev) {
-  const int i = o.unit == 128 ? 0 : 1;
+  const int i = skinny_unit_index(o);
   return plan_skinny_proj(o, int64_t(dev.sms) * dev.skinny_proj_blocks_per_sm[i], dev.skinny_proj_clusters[i]);
 }
 
@@ -48,9 +57,8 @@ void plan_qkv_step(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors&
   const ProjGemmOperands qkv = qkv_operands(c, t, ws, p.v_first);
   const SkinnyProjOperands skinny = skinny_operands(qkv, static_cast<int>(D), c.seq_len);
   const bool splitk_ok = D == kSplitkProjHeadDim && splitk_proj_supported(qkv);
-  const bool skinny_ok = skinny_proj_supported(skinny) && dev.skinny_proj_blocks_per_sm[D == 128 ? 0 : 1] > 0;
-  if (skinny_ok && (ov.qkv == static_cast<int8_t>(QkvKernel::kSkinny) ||
-                    (ov.qkv == detail::kAuto && rows <= kSkinnyMaxRows))) {
+  if (skinny_fits(skinny, dev) &&
+      (ov.qkv == static_cast<int8_t>(QkvKernel::kSkinny) || (ov.qkv == detail::kAuto && rows <= kSkinnyMaxRows))) {
     p.qkv = QkvKernel::kSkinny;
     p.skinny = plan_skinny(skinny, dev);
   } else if (splitk_ok && ov.qkv != 1) {
@@ -75,9 +83,8 @@ void plan_qkv_step(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors&
 
 void plan_o_projection(const SkinnyProjOperands& o, const detail::DeviceInfo& dev, const detail::Overrides& ov,
                        LayerPlan* plan) {
-  const bool skinny_ok = skinny_proj_supported(o) && dev.skinny_proj_blocks_per_sm[0] > 0;
-  const bool skinny = skinny_ok && (ov.o_proj == static_cast<int8_t>(OProjKernel::kSkinny) ||
-                                    (ov.o_proj == detail::kAuto && o.m <= kSkinnyMaxRows));
+  const bool skinny = skinny_fits(o, dev) && (ov.o_proj == static_cast<int8_t>(OProjKernel::kSkinny) ||
+                                              (ov.o_proj == detail::kAuto && o.m <= kSkinnyMaxRows));
   plan->o_proj = skinny ? OProjKernel::kSkinny : OProjKernel::kCublas;
   plan->o_skinny = skinny ? plan_skinny(o, dev) : SkinnyProjPlan{};
   plan->chosen.o_proj = static_cast<int8_t>(plan->o_proj);

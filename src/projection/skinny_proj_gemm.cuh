@@ -14,6 +14,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "common/device/kv_cache.cuh"
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
 #include "common/device/splitk_reduce.cuh"
@@ -70,7 +71,7 @@ __global__ void __launch_bounds__(SkinnyProjTraits<kUnit>::kThreads, 2) skinny_p
 
   // A programmatic dependent (the attention after the q|k|v step) may launch now; it waits for this grid's end.
   device::launch_dependents();
-  device::grid_dependency_wait();  // the O projection's input comes from the kernel before (a no-op otherwise)
+  device::grid_dependency_wait();  // a no-op unless launched programmatically (no launch of the layer's is, today)
 
   const bf16* w = (seg == 0 ? p.w[0] : (seg == 1 ? p.w[1] : p.w[2])) +
                   (int64_t(unit) * kUnit + warp * Tr::kGroups * 8 + g) * K + q * 8;
@@ -141,7 +142,7 @@ __global__ void __launch_bounds__(SkinnyProjTraits<kUnit>::kThreads, 2) skinny_p
   const auto destination = [&](int row) {
     if (!head_major) return out + int64_t(row) * p.out_row_stride + int64_t(unit) * kUnit + Tr::kCols * lane;
     const int b = row / p.seq_len, t = row - b * p.seq_len;
-    const int pos = t + (at_lens ? max(0, min(p.lens[b], capacity - p.seq_len)) : 0);
+    const int pos = t + (at_lens ? device::cached_tokens(p.lens[b], capacity, p.seq_len) : 0);
     return out + ((int64_t(b) * units + unit) * capacity + pos) * kUnit + Tr::kCols * lane;
   };
   const uint32_t parked_lane = device::smem_addr(parked) + Tr::kCols * lane * 4;

@@ -285,8 +285,9 @@ std::vector<Variant> variants() {
       {"window_512_s8300", windowed(suite_shape(1, 8300), 512), {}},
       {"window_300_rising_scores_softcap_off", windowed(with(with(suite_shape(1, 1500), heads8), no_softcap), 300), rising,
        /*official_applies=*/false},
-      // head_dim 256 (the sm80-class kernel; q|k|v on cuBLASLt and the 256-wide norm/RoPE pass): the 1B, 4B and 12B
-      // models' head shapes, global and local, no softcap and their score scale, the causal and additive forms.
+      // head_dim 256 (q|k|v on cuBLASLt and the 256-wide norm/RoPE pass; the sm90 kernel's 64-key tiles where the
+      // grid is wide, the sm80-class kernel on small grids and with the additive mask): the 1B, 4B and 12B models'
+      // head shapes, global and local, no softcap and their score scale, the causal and additive forms.
       {"head_dim256_1b", with(suite_shape(3, 293), [](gk_gemma3_attention_config& c) { c.hidden = 1152; c.num_q_heads = 4; c.num_kv_heads = 1; c.head_dim = 256; c.softcap = 0.f; c.query_scale = 0.0625f; }), {}},
       {"head_dim256_4b_window", windowed(with(suite_shape(1, 1500), [](gk_gemma3_attention_config& c) { c.hidden = 2560; c.num_q_heads = 8; c.num_kv_heads = 4; c.head_dim = 256; c.softcap = 0.f; c.query_scale = 0.0625f; }), 300), {}},
       {"head_dim256_12b_s2053", with(suite_shape(1, 2053), [](gk_gemma3_attention_config& c) { c.hidden = 3840; c.num_q_heads = 16; c.num_kv_heads = 8; c.head_dim = 256; c.softcap = 0.f; c.query_scale = 0.0625f; }), {}},

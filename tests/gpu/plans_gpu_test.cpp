@@ -67,6 +67,61 @@ INSTANTIATE_TEST_SUITE_P(Plans, Gemma3Pinned,
                                            "o_prefetch=attention,attention.kernel=sm90"),
                          [](const auto& info) { return "p" + std::to_string(info.index); });
 
+// head_dim 256 under each attention pin, on the 1B, 4B and 12B models' head shapes (groups 4 and 2) and one of group
+// 1: causal, a sliding window and no mask, softcap on and off, lengths that leave packed GQA tails, partial key
+// tiles and a single row. Small grids, which the planner would give the sm80 kernel unless pinned.
+class Gemma3Pinned256 : public GpuParamTest<const char*> {};
+
+TEST_P(Gemma3Pinned256, ModelHeadsAndMasks) {
+  const Pinned pin(handle(), GetParam());
+  GK_ASSERT_OK(pin.status());
+  const auto& suite = gk_testkit::builtin_suite("047");
+  struct Heads {
+    int64_t hidden, q, kv;
+  };
+  const Heads heads[] = {{1152, 4, 1}, {2560, 8, 4}, {1024, 4, 4}};
+  struct Shape {
+    int64_t batch, seq_len, window;
+    gk_mask_mode mask;
+  };
+  const Shape shapes[] = {{2, 1, 0, GK_MASK_CAUSAL},    {2, 37, 0, GK_MASK_CAUSAL},  {1, 130, 0, GK_MASK_CAUSAL},
+                          {3, 293, 0, GK_MASK_CAUSAL},  {1, 700, 100, GK_MASK_CAUSAL}, {2, 293, 64, GK_MASK_CAUSAL},
+                          {1, 300, 1, GK_MASK_CAUSAL},  {2, 129, 0, GK_MASK_NONE},   {1, 700, 0, GK_MASK_NONE}};
+  int n = 0;
+  for (const Heads& h : heads) {
+    for (const Shape& sh : shapes) {
+      auto c = gk_testkit::gemma3_config(suite, {sh.batch, sh.seq_len, 0.05, 0.05, 0});
+      c.hidden = h.hidden;
+      c.num_q_heads = h.q;
+      c.num_kv_heads = h.kv;
+      c.head_dim = 256;
+      c.query_scale = 0.0625f;
+      c.mask_mode = sh.mask;
+      c.sliding_window = sh.window;
+      c.softcap = (n++ % 2 == 0) ? 0.f : c.softcap;
+      Gemma3Problem p(c);
+      gk_testkit::Gemma3Recipe r;
+      r.seed = next_seed();
+      std::string plan;
+      GK_ASSERT_OK(gk::gemma3_attention_plan(handle(), p.config(), p.tensors(), &plan));
+      GK_ASSERT_OK(p.run_fresh(r, handle(), stream()));
+      p.run_gpu_reference(stream());
+      const auto j = p.judge(0.05, 0.05, stream());
+      const std::string what = std::string("D256 pinned ") + GetParam() + " H" + std::to_string(h.q) + "/" +
+                               std::to_string(h.kv) + " B" + std::to_string(sh.batch) + " S" +
+                               std::to_string(sh.seq_len) + (sh.mask == GK_MASK_NONE ? " none" : " causal") +
+                               " window " + std::to_string(sh.window) + (c.softcap > 0.f ? " softcap" : "");
+      gk_test::report(what, r.seed, j, suite.required_matched_ratio);
+      EXPECT_TRUE(j.passed(suite.required_matched_ratio)) << what << " plan " << plan << ": " << j.summary(0.99);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Plans, Gemma3Pinned256,
+                         ::testing::Values("attention.kernel=sm80", "attention.kernel=sm90",
+                                           "attention.kernel=sm90,attention.tail=separate"),
+                         [](const auto& info) { return "p" + std::to_string(info.index); });
+
 class AudioPinned : public GpuParamTest<const char*> {};
 
 TEST_P(AudioPinned, Suite) {

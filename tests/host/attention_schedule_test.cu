@@ -2,7 +2,8 @@
 // __host__ __device__): over every work tile of a grid, each real query row must meet each key tile at or left of
 // its diagonal exactly once (no mask: every key tile; a sliding window: every key tile the row's band touches, and
 // no tile the block's band does not), packed GQA tails included, and a causal work tile must visit its diagonal
-// first.
+// first. Both key tiles of the sm90 kernel: 128 keys (head_dim 128) and 64 (head_dim 256), where a causal block also
+// visits the tile right of its first half's rows (masked there).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -53,28 +54,28 @@ AttentionParams params(const Grid& g) {
   return p;
 }
 
-template <MaskMode kMask>
+template <MaskMode kMask, int kBlockN = kBlock>
 void check_grid(const Grid& g, int window = 0) {
   constexpr bool kCausal = kMask == MaskMode::kCausal || kMask == MaskMode::kSliding;
   AttentionParams p = params(g);
   p.window = window;
-  const int key_tiles = (g.seq_len + kBlock - 1) / kBlock;
+  const int key_tiles = (g.seq_len + kBlockN - 1) / kBlockN;
   // (batch, head, position) -> visits per key tile.
   std::map<std::tuple<int, int, int>, std::vector<int>> visits;
   for (int w = 0; w < p.num_tiles; ++w) {
-    const TileCoord t = gk::gemma3::tile_coord<kMask, kBlock, kBlock>(p, w);
+    const TileCoord t = gk::gemma3::tile_coord<kMask, kBlock, kBlockN>(p, w);
     ASSERT_GE(t.n_blocks, 1) << name(g) << " tile " << w;
     std::vector<int> keys;
     for (int i = 0; i < t.n_blocks; ++i) {
-      const int n0 = gk::gemma3::key_tile<kMask, kBlock>(t, i, 0).n0;
-      ASSERT_EQ(n0 % kBlock, 0);
-      keys.push_back(n0 / kBlock);
+      const int n0 = gk::gemma3::key_tile<kMask, kBlockN>(t, i, 0).n0;
+      ASSERT_EQ(n0 % kBlockN, 0);
+      keys.push_back(n0 / kBlockN);
     }
-    const int diag = t.m0 / kBlock;
-    // The diagonal first: the peeled step is the one that masks.
-    if (kCausal) EXPECT_EQ(keys.front(), diag) << name(g) << " tile " << w;
+    // The diagonal first (the block's last key tile): with square tiles the peeled step is the one that masks.
+    if (kCausal) EXPECT_EQ(keys.front(), *std::max_element(keys.begin(), keys.end())) << name(g) << " tile " << w;
+    if (kCausal && kBlockN == kBlock) EXPECT_EQ(keys.front(), t.m0 / kBlock) << name(g) << " tile " << w;
     if (window > 0) {  // nothing left of the band of the block's first row
-      for (int k : keys) EXPECT_GE(k, std::max(0, t.m0 - (window - 1)) / kBlock) << name(g) << " tile " << w;
+      for (int k : keys) EXPECT_GE(k, std::max(0, t.m0 - (window - 1)) / kBlockN) << name(g) << " tile " << w;
     }
     const int rows = t.tail_rows > 0 ? t.tail_rows * g.group : kBlock;
     for (int r = 0; r < rows; ++r) {
@@ -94,14 +95,16 @@ void check_grid(const Grid& g, int window = 0) {
   for (const auto& [key, v] : visits) {
     const int pos = std::get<2>(key);
     for (int k = 0; k < key_tiles; ++k) {
-      const bool right_of_diagonal = kCausal && k > pos / kBlock;
-      const bool left_of_band = window > 0 && k < std::max(0, pos - (window - 1)) / kBlock;
+      const bool right_of_diagonal = kCausal && k > pos / kBlockN;
+      const bool left_of_band = window > 0 && k < std::max(0, pos - (window - 1)) / kBlockN;
+      // Under the block's rows but right of this row's diagonal (key tiles smaller than the block): masked.
+      const bool in_block = k * kBlockN < (pos / kBlock + 1) * kBlock;
       const auto where = [&] {
         return name(g) + " window " + std::to_string(window) + ": batch " + std::to_string(std::get<0>(key)) +
                " head " + std::to_string(std::get<1>(key)) + " pos " + std::to_string(pos) + " key tile " +
                std::to_string(k);
       };
-      if (left_of_band) {
+      if (left_of_band || (right_of_diagonal && in_block && kBlockN < kBlock)) {
         ASSERT_LE(v[k], 1) << where();  // a tile the block's band touches: visited once, its keys masked for this row
       } else {
         ASSERT_EQ(v[k], right_of_diagonal ? 0 : 1) << where();
@@ -123,17 +126,26 @@ std::vector<Grid> grids() {
 }
 
 TEST(AttentionSchedule, CausalEveryRowMeetsItsKeyTilesOnce) {
-  for (const Grid& g : grids()) check_grid<MaskMode::kCausal>(g);
+  for (const Grid& g : grids()) {
+    check_grid<MaskMode::kCausal>(g);
+    check_grid<MaskMode::kCausal, 64>(g);
+  }
 }
 
 TEST(AttentionSchedule, SlidingWindowEveryRowMeetsItsBandOnce) {
   for (const Grid& g : grids()) {
-    for (int window : {1, 64, 127, 128, 129, 300}) check_grid<MaskMode::kSliding>(g, window);
+    for (int window : {1, 64, 127, 128, 129, 300}) {
+      check_grid<MaskMode::kSliding>(g, window);
+      check_grid<MaskMode::kSliding, 64>(g, window);
+    }
   }
 }
 
 TEST(AttentionSchedule, NoMaskEveryRowMeetsEveryKeyTileOnce) {
-  for (const Grid& g : grids()) check_grid<MaskMode::kNone>(g);
+  for (const Grid& g : grids()) {
+    check_grid<MaskMode::kNone>(g);
+    check_grid<MaskMode::kNone, 64>(g);
+  }
 }
 
 }  // namespace

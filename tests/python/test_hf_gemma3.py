@@ -11,7 +11,7 @@ transformers = pytest.importorskip("transformers")
 
 from torch_reference import gemma3_layer  # noqa: E402
 
-from gemma_kernels.hf import restore, use_gemma_kernels  # noqa: E402
+from gemma_kernels.hf import fused_calls, restore, use_gemma_kernels  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -80,7 +80,7 @@ def test_logits_match_the_stock_model(softcap):
                 del layer.self_attn.forward  # back to the class's forward
         assert use_gemma_kernels(model) == 2
         ours = model(ids, use_cache=False).logits
-        assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [1, 1]  # no silent fallback
+        assert [fused_calls(layer.self_attn) for layer in model.model.layers] == [1, 1]  # no silent fallback
         assert restore(model) == 2
     stats = compare(ours, ref)
     print(f"HF Gemma3 logits, softcap {softcap}: {stats}")
@@ -108,7 +108,7 @@ def test_packed_qkv_weights_give_the_same_logits():
             assert a.k_proj.weight.data_ptr() == a.q_proj.weight.data_ptr() + a.q_proj.weight.numel() * 2
             assert a.v_proj.weight.data_ptr() == a.k_proj.weight.data_ptr() + a.k_proj.weight.numel() * 2
         packed = model(ids, use_cache=False).logits
-        assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [1, 1]
+        assert [fused_calls(layer.self_attn) for layer in model.model.layers] == [1, 1]
         restore(model)
     stats = compare(packed, separate)
     print(f"HF Gemma3 logits, packed q|k|v weights against separate: {stats}")
@@ -130,11 +130,11 @@ def test_local_layer_takes_the_window_without_a_mask_tensor():
             fused = layer.self_attn.forward
             layer.self_attn.forward = lambda *a, _f=fused, **k: _f(*a, **{**k, "attention_mask": None})
         ours = model(ids, use_cache=False).logits
-        assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [1, 1]  # no silent fallback
+        assert [fused_calls(layer.self_attn) for layer in model.model.layers] == [1, 1]  # no silent fallback
         assert restore(model) == 2  # the wrappers and the switch undone together
         assert use_gemma_kernels(model) == 2  # now with HF's mask tensors: the window in the additive mask
         with_tensor = model(ids, use_cache=False).logits
-        assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [1, 1]
+        assert [fused_calls(layer.self_attn) for layer in model.model.layers] == [1, 1]
         restore(model)
     for name, got in (("sliding_window", ours), ("mask tensor", with_tensor)):
         stats = compare(got, ref)
@@ -171,7 +171,7 @@ def test_what_it_cannot_take_is_named_once():
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # said once already: silent now
             model(ids, attention_mask=padded, use_cache=True)
-        assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [0, 0]
+        assert [fused_calls(layer.self_attn) for layer in model.model.layers] == [0, 0]
         restore(model)
 
 
@@ -216,7 +216,7 @@ def test_every_layer_of_the_released_models_takes_the_fused_path(name):
         ref = model(ids, use_cache=False).logits
         assert use_gemma_kernels(model) == 2
         ours = model(ids, use_cache=False).logits
-        assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [1, 1]  # no fallback
+        assert [fused_calls(layer.self_attn) for layer in model.model.layers] == [1, 1]  # no fallback
         restore(model)
     assert_like_stock(ours, ref, f"HF Gemma3 {name} logits (local + global layer)")
 
@@ -244,7 +244,7 @@ def test_generate_runs_every_step_through_the_library(name, cache):
                                  return_dict_in_generate=True, output_logits=True, **extra)
         ours_warned = [str(w.message) for w in caught if "gemma_kernels" in str(w.message)]
         assert not ours_warned, ours_warned  # a fallback would warn
-        assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [new, new]
+        assert [fused_calls(layer.self_attn) for layer in model.model.layers] == [new, new]
         assert restore(model) == 2
         ours = torch.stack(out.logits, dim=1)  # [B, new, vocab]
         full = model(out.sequences, use_cache=False).logits
@@ -275,7 +275,7 @@ def test_generate_with_a_left_padded_batch(cache):
                                  pad_token_id=0, return_dict_in_generate=True, output_logits=True, **extra)
         ours_warned = [str(w.message) for w in caught if "gemma_kernels" in str(w.message)]
         assert not ours_warned, ours_warned
-        assert [layer.self_attn._gk_fused_calls for layer in model.model.layers] == [new, new]
+        assert [fused_calls(layer.self_attn) for layer in model.model.layers] == [new, new]
         assert restore(model) == 2
         ours = torch.stack(out.logits, dim=1)
         full_mask = torch.cat([mask, torch.ones(2, new, dtype=mask.dtype, device=mask.device)], dim=1)
