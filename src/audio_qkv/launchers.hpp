@@ -44,6 +44,22 @@ Status prepare_round_tf32(const float* const* src, int count, float* dst, int64_
 // the launch that reads dst may be a programmatic dependent.
 Status prepare_tf32x3_parts(const float* src, float* dst, int64_t elems, int sms, detail::KernelLaunch* out);
 
+// The tf32 mode on fp16 tensor cores (qkv_f16_splitk_sm90.cuh): a pass makes the activations' and the weights' fp16
+// operands with their row exponents (f16_rows.cuh) into `f16`'s buffers, then the split-K grid runs on them as the
+// pass's programmatic dependent. Fills k_blocks, a_exps and w_exps itself.
+struct F16Operands {
+  uint16_t* a;       // [M, K]
+  uint16_t* w;       // [3 * H * 128, K]: q's rows, k's, v's
+  int32_t* a_exps;   // [M]
+  int32_t* w_exps;   // [3 * H * 128]
+};
+Status launch_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan, const F16Operands& f16,
+                             cudaStream_t stream);
+// The pass's launch: count (1..3) matrices of rows x k floats to fp16 bits at dst (rows after rows), each row's
+// scale exponent at exps.
+Status prepare_f16_rows(const float* const* src, int count, int64_t rows, int k, uint16_t* dst, int32_t* exps,
+                        detail::KernelLaunch* out);
+
 // In place on x[rows, heads*128]: each head -> x / sqrt(mean(x^2) + eps) * w. (The operator runs one launch for
 // q and one for k, each beside the next projection GEMM.)
 Status launch_head_rmsnorm(float* x, const float* w, int64_t rows, int heads, int head_dim, float eps,

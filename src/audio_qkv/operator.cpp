@@ -66,6 +66,7 @@ struct Layout {
   int64_t rounded_floats = 0;
   float* split_a = nullptr;  // exact mode: the activations' big and small tf32 parts (2 M x K) for the fused kernel
   int64_t split_floats = 0;
+  audio::F16Operands f16{};  // tf32 mode on fp16 tensor cores: the operand passes' output
   size_t bytes = 0;
 };
 
@@ -76,6 +77,11 @@ Layout carve(const AudioQkvConfig& c, void* base) {
   if (c.precision == GK_PRECISION_TF32) {
     l.rounded_floats = audio::tf32_scratch_floats(c.batch * c.seq_len, c.hidden, c.num_heads);
     l.rounded = w.take<float>(l.rounded_floats);
+    const int64_t rows = c.batch * c.seq_len, w_rows = 3 * c.num_heads * c.head_dim;
+    l.f16.a = w.take<uint16_t>(rows * c.hidden);
+    l.f16.w = w.take<uint16_t>(w_rows * c.hidden);
+    l.f16.a_exps = w.take<int32_t>(rows);
+    l.f16.w_exps = w.take<int32_t>(w_rows);
   } else {
     l.split_floats = audio::exact_scratch_floats(c.batch * c.seq_len, c.hidden, c.num_heads);
     l.split_a = w.take<float>(l.split_floats);
@@ -165,6 +171,8 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
                                                  handle->next_epoch(), stream);
       case audio::AudioPath::kSplitkTf32:
         return audio::launch_qkv_tf32_splitk(p, plan, ws.rounded, ws.rounded_floats, stream);
+      case audio::AudioPath::kSplitkF16:
+        return audio::launch_qkv_f16_splitk(p, plan, ws.f16, stream);
       default:
         return audio::launch_qkv_tf32x3_splitk(p, plan, ws.split_a, ws.split_floats, stream);
     }

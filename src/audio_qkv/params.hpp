@@ -24,6 +24,10 @@ struct QkvGemmParams {
   // norm removes truncation's bias); v's still round to nearest.
   int qk_truncated;
   float eps;
+  // fp16 operands (qkv_f16_splitk_sm90.cuh): each activation row's and each weight row's scale exponent
+  // (f16_rows.cuh; weights q's rows, then k's, then v's), divided back out of the accumulators in the epilogue.
+  const int32_t* a_exps;
+  const int32_t* w_exps;
 };
 
 }  // namespace gk::audio

@@ -4,6 +4,7 @@
 // 3xTF32).
 #include <algorithm>
 
+#include "audio_qkv/f16_rows.cuh"
 #include "audio_qkv/launchers.hpp"
 #include "common/cuda_check.hpp"
 #include "common/device_props.hpp"
@@ -119,6 +120,25 @@ Status prepare_round_tf32(const float* const* src, int count, float* dst, int64_
 
 Status prepare_tf32x3_parts(const float* src, float* dst, int64_t elems, int sms, detail::KernelLaunch* out) {
   return prepare_float4_pass<Tf32x3Parts>("3xTF32 parts launch", &src, 1, dst, elems, sms, out);
+}
+
+Status prepare_f16_rows(const float* const* src, int count, int64_t rows, int k, uint16_t* dst, int32_t* exps,
+                        detail::KernelLaunch* out) {
+  const int64_t blocks = (count * rows + kF16RowsWarps - 1) / kF16RowsWarps;
+  if (count < 1 || count > 3 || k % 4 != 0 || blocks > INT32_MAX) {
+    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: an fp16 operand pass the kernel cannot take", kOp);
+  }
+  F16RowsParams p{};
+  for (int i = 0; i < count; ++i) p.src[i] = src[i];
+  p.count = count;
+  p.rows = rows;
+  p.k = k;
+  p.hi = dst;
+  p.lo = nullptr;
+  p.exps = exps;
+  *out = detail::KernelLaunch("fp16 operand pass launch", f16_rows_kernel<false>,
+                              {dim3(static_cast<unsigned>(blocks)), kF16RowsWarps * 32}, p);
+  return Status::Ok();
 }
 
 Status launch_head_rmsnorm(float* x, const float* w, int64_t rows, int heads, int head_dim, float eps,

@@ -80,6 +80,8 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
   const bool one_wave = splitk_tiles(rows, c.num_heads) <= dev.sms;
   if (ov.audio_tf32 == 0) {
     if (splitk_ok) p.path = AudioPath::kSplitkTf32;
+  } else if (ov.audio_tf32 == 3) {
+    if (splitk_ok && c.hidden % kF16BK == 0) p.path = AudioPath::kSplitkF16;
   } else if (ov.audio_tf32 == 1) {
     if (persistent_ok) p.path = AudioPath::kPersistentTf32;
   } else if (ov.audio_tf32 == detail::kAuto) {
@@ -100,6 +102,10 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
     const bool wanted =
         ov.audio_v_weights == detail::kAuto ? (!kVRegistersNeedSplit || p.split > 1) : ov.audio_v_weights == 1;
     p.v_registers = wanted && p.activations_prepass && (c.hidden / kBK / p.split) % 2 == 0;
+  } else if (p.path == AudioPath::kSplitkF16) {
+    // Its residency is at least the tf32 kernel's (the same shared memory, fewer threads).
+    p.split = detail::choose_splitk(dev.sms, dev.audio_tf32_clusters, splitk_tiles(rows, c.num_heads),
+                                    static_cast<int>(c.hidden / kF16BK), {4, 2}, /*even_k=*/true);
   } else if (p.path == AudioPath::kPersistentTf32) {
     const int resident = dev.head_gemm_clusters;
     const size_t sk_bytes = ov.audio_stream_k == 1 ? 0 : sk_scratch_bytes;
@@ -119,6 +125,8 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
         return 0;
       case AudioPath::kPersistentTf32:
         return 1;
+      case AudioPath::kSplitkF16:
+        return 3;
       default:
         return 2;
     }

@@ -18,6 +18,7 @@ enum class AudioPath {
   kSplitkTf32,  // the split-K tf32 kernel (qkv_tf32_splitk_sm90.cuh)
   kPersistentTf32,  // the persistent head GEMM (projection/head_gemm) with the audio epilogue
   kSplitkTf32x3,    // the exact mode's split-K 3xTF32 kernel (qkv_tf32x3_splitk_sm90.cuh)
+  kSplitkF16,       // tf32's rounding on fp16 tensor cores: operand passes, then the split-K grid (qkv_f16_splitk_sm90.cuh)
 };
 
 struct AudioPlan {
@@ -49,6 +50,8 @@ GK_INTERNAL_API bool splitk_supported(int64_t rows, int64_t hidden, int64_t head
 // within 256 MiB (else the kernel splits them in shared memory).
 GK_INTERNAL_API int64_t tf32_scratch_floats(int64_t rows, int64_t hidden, int64_t heads);
 GK_INTERNAL_API int64_t exact_scratch_floats(int64_t rows, int64_t hidden, int64_t heads);
+// The fp16 kernel's K-block (fp16 columns).
+inline constexpr int kF16BK = 64;
 
 // `capturing`: the stream is capturing a CUDA graph (the kernel's own v rounding hands slices over under the call's
 // epoch, which a replay repeats, so a pass rounds them there). `sk_scratch_bytes`: the workspace the persistent

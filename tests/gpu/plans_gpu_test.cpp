@@ -155,7 +155,8 @@ INSTANTIATE_TEST_SUITE_P(Plans, AudioPinned,
                                            "audio.tf32=persistent,audio.v_round=kernel",
                                            "audio.tf32=splitk,audio.v_weights=registers",
                                            "audio.tf32=splitk,audio.v_weights=smem",
-                                           "audio.tf32=splitk,audio.activations=smem,audio.exact=tf32x3"),
+                                           "audio.tf32=splitk,audio.activations=smem,audio.exact=tf32x3",
+                                           "audio.tf32=f16"),
                          [](const auto& info) { return "p" + std::to_string(info.index); });
 
 }  // namespace

@@ -336,9 +336,13 @@ TEST(AudioWorkspace, ExactModeSplitScratchIsBounded) {
 // tf32 mode reserves v's weights rounded (4 H D hidden bytes) or, up to three weights' worth, the split kernel's
 // rounded activations (4 B S hidden bytes), whichever is larger.
 TEST(AudioWorkspace, Tf32ScratchIsVWeightsOrSmallActivations) {
-  const auto need = [](int64_t rows) { return audio_workspace_bytes(GK_PRECISION_TF32, rows); };
   const gk_audio_qkv_config c = AudioCall().c;
   const int64_t k = c.hidden, n = c.num_heads * c.head_dim;
+  // Less the fp16 path's activations and their exponents (its weights' part is the same for every row count).
+  const auto round256 = [](int64_t b) { return size_t((b + 255) / 256 * 256); };
+  const auto need = [&](int64_t rows) {
+    return audio_workspace_bytes(GK_PRECISION_TF32, rows) - round256(2 * rows * k) - round256(4 * rows);
+  };
   const size_t base = need(1);  // the GEMM workspace and v's weights
   EXPECT_EQ(need(n), base);
   EXPECT_EQ(need(3 * n) - base, size_t(4 * 2 * n * k));  // activations of 3 n rows against n weight rows
