@@ -293,6 +293,31 @@ GK_API gk_status gk_audio_qkv_forward(gk_handle_t handle, const gk_audio_qkv_con
                                       const gk_audio_qkv_tensors* tensors, void* workspace, size_t workspace_bytes,
                                       gk_stream_t stream);
 
+/* Weights prepared once for the tf32 mode (what a model does at load time): the three weights as the fp16 path reads
+ * them (each weight row scaled into fp16's range with tf32's rounding, and its exponent), in device memory the caller
+ * owns, gk_audio_qkv_prepared_size bytes (256-byte aligned), written by gk_audio_qkv_prepare on `stream` and read by
+ * gk_audio_qkv_forward_prepared in place of the fp32 weights. The struct records what the buffer holds; a forward
+ * call whose hidden size, heads or head_dim differ is rejected. The exact mode takes no prepared weights. */
+typedef struct gk_audio_qkv_prepared {
+  int64_t hidden;
+  int64_t num_heads;
+  int64_t head_dim;
+  void* data;
+  size_t bytes;
+} gk_audio_qkv_prepared;
+
+GK_API gk_status gk_audio_qkv_prepared_size(const gk_audio_qkv_config* config, size_t* bytes);
+/* Reads only the tensors' q_proj_weight, k_proj_weight and v_proj_weight; fills *prepared once the launch is made. */
+GK_API gk_status gk_audio_qkv_prepare(gk_handle_t handle, const gk_audio_qkv_config* config,
+                                      const gk_audio_qkv_tensors* tensors, void* data, size_t bytes,
+                                      gk_stream_t stream, gk_audio_qkv_prepared* prepared);
+/* The forward pass with prepared weights: the tensors' three weights are not read (their data may be null); the
+ * workspace is at most gk_audio_qkv_workspace_size's. */
+GK_API gk_status gk_audio_qkv_forward_prepared(gk_handle_t handle, const gk_audio_qkv_config* config,
+                                               const gk_audio_qkv_tensors* tensors,
+                                               const gk_audio_qkv_prepared* prepared, void* workspace,
+                                               size_t workspace_bytes, gk_stream_t stream);
+
 /* The plan a forward call with these arguments would run (see gk_gemma3_attention_plan). */
 GK_API gk_status gk_audio_qkv_plan(gk_handle_t handle, const gk_audio_qkv_config* config,
                                    const gk_audio_qkv_tensors* tensors, char* buf, size_t len);

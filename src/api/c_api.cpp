@@ -265,6 +265,33 @@ gk_status gk_audio_qkv_forward(gk_handle_t handle, const gk_audio_qkv_config* co
   });
 }
 
+gk_status gk_audio_qkv_prepared_size(const gk_audio_qkv_config* config, size_t* bytes) {
+  return guarded("audio_qkv", [&] {
+    GK_RETURN_IF_ERROR(null_args("audio_qkv", {{"config", config}, {"bytes", bytes}}));
+    return gk::audio_qkv_prepared_size(*config, bytes);
+  });
+}
+
+gk_status gk_audio_qkv_prepare(gk_handle_t handle, const gk_audio_qkv_config* config,
+                               const gk_audio_qkv_tensors* tensors, void* data, size_t bytes, gk_stream_t stream,
+                               gk_audio_qkv_prepared* prepared) {
+  return guarded("audio_qkv", [&] {
+    GK_RETURN_IF_ERROR(
+        null_args("audio_qkv", {{"config", config}, {"tensors", tensors}, {"prepared", prepared}}));
+    return gk::audio_qkv_prepare(handle, *config, *tensors, data, bytes, stream, prepared);
+  });
+}
+
+gk_status gk_audio_qkv_forward_prepared(gk_handle_t handle, const gk_audio_qkv_config* config,
+                                        const gk_audio_qkv_tensors* tensors, const gk_audio_qkv_prepared* prepared,
+                                        void* workspace, size_t workspace_bytes, gk_stream_t stream) {
+  return guarded("audio_qkv", [&] {
+    GK_RETURN_IF_ERROR(
+        null_args("audio_qkv", {{"config", config}, {"tensors", tensors}, {"prepared", prepared}}));
+    return gk::audio_qkv_forward_prepared(handle, *config, *tensors, *prepared, workspace, workspace_bytes, stream);
+  });
+}
+
 gk_status gk_audio_qkv_plan(gk_handle_t handle, const gk_audio_qkv_config* config, const gk_audio_qkv_tensors* tensors,
                             char* buf, size_t len) {
   return plan_entry("audio_qkv", gk::audio_qkv_plan, handle, config, tensors, buf, len);

@@ -53,8 +53,9 @@ struct F16Operands {
   int32_t* a_exps;   // [M]
   int32_t* w_exps;   // [3 * H * 128]
 };
+// `weights_prepared`: f16.w and f16.w_exps already hold the weights' operands (gk_audio_qkv_prepare): no weight pass.
 Status launch_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan, const F16Operands& f16,
-                             cudaStream_t stream);
+                             bool weights_prepared, cudaStream_t stream);
 // The pass's launch: count (1..3) matrices of rows x k floats to fp16 bits at dst (rows after rows), each row's
 // scale exponent at exps.
 Status prepare_f16_rows(const float* const* src, int count, int64_t rows, int k, uint16_t* dst, int32_t* exps,

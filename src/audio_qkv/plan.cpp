@@ -57,6 +57,17 @@ int64_t exact_scratch_floats(int64_t rows, int64_t hidden, int64_t heads) {
   return splitk_supported(rows, hidden, heads) && floats <= kMaxExactScratchFloats ? floats : 0;
 }
 
+AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, const detail::DeviceInfo& dev) {
+  AudioPlan p;
+  p.path = AudioPath::kSplitkF16;
+  p.sms = dev.sms;
+  // Its residency is at least the tf32 kernel's (the same shared memory, fewer threads).
+  p.split = detail::choose_splitk(dev.sms, dev.audio_tf32_clusters, splitk_tiles(rows, heads),
+                                  static_cast<int>(hidden / kF16BK), {4, 2}, /*even_k=*/true);
+  p.chosen.audio_tf32 = 3;
+  return p;
+}
+
 Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const detail::Overrides& ov, bool capturing,
                   size_t sk_scratch_bytes, AudioPlan* plan) {
   AudioPlan p;
@@ -103,9 +114,7 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
         ov.audio_v_weights == detail::kAuto ? (!kVRegistersNeedSplit || p.split > 1) : ov.audio_v_weights == 1;
     p.v_registers = wanted && p.activations_prepass && (c.hidden / kBK / p.split) % 2 == 0;
   } else if (p.path == AudioPath::kSplitkF16) {
-    // Its residency is at least the tf32 kernel's (the same shared memory, fewer threads).
-    p.split = detail::choose_splitk(dev.sms, dev.audio_tf32_clusters, splitk_tiles(rows, c.num_heads),
-                                    static_cast<int>(c.hidden / kF16BK), {4, 2}, /*even_k=*/true);
+    p.split = plan_audio_f16(rows, c.hidden, c.num_heads, dev).split;
   } else if (p.path == AudioPath::kPersistentTf32) {
     const int resident = dev.head_gemm_clusters;
     const size_t sk_bytes = ov.audio_stream_k == 1 ? 0 : sk_scratch_bytes;

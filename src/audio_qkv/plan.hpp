@@ -56,6 +56,8 @@ inline constexpr int kF16BK = 64;
 // `capturing`: the stream is capturing a CUDA graph (the kernel's own v rounding hands slices over under the call's
 // epoch, which a replay repeats, so a pass rounds them there). `sk_scratch_bytes`: the workspace the persistent
 // kernel may use for stream-K's state and the v rounding's slots.
+// The fp16 path's plan for a call of `rows` rows: its K split (prepared weights always take this path).
+GK_INTERNAL_API AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, const detail::DeviceInfo& dev);
 GK_INTERNAL_API Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const detail::Overrides& ov,
                                   bool capturing, size_t sk_scratch_bytes, AudioPlan* plan);
 

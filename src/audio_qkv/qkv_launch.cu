@@ -132,7 +132,7 @@ Status launch_splitk_prepared(const QkvGemmParams& params, const AudioPlan& plan
 }  // namespace
 
 Status launch_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan, const F16Operands& f16,
-                             cudaStream_t stream) {
+                             bool weights_prepared, cudaStream_t stream) {
   using Tr = QkvF16Traits;
   QkvGemmParams p = params;
   const int split = plan.split;
@@ -149,7 +149,7 @@ Status launch_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan,
   const float* a_src[1] = {params.hidden};
   const float* w_src[3] = {params.wq, params.wk, params.wv};
   GK_RETURN_IF_ERROR(prepare_f16_rows(a_src, 1, p.m, p.k_dim, f16.a, f16.a_exps, &a_pass));
-  GK_RETURN_IF_ERROR(prepare_f16_rows(w_src, 3, n, p.k_dim, f16.w, f16.w_exps, &w_pass));
+  if (!weights_prepared) GK_RETURN_IF_ERROR(prepare_f16_rows(w_src, 3, n, p.k_dim, f16.w, f16.w_exps, &w_pass));
   // [rows, K] fp16 in 64-column x 128-row boxes; rows past the end read as zeros.
   const uint64_t k = uint64_t(p.k_dim), stride[1] = {k * 2};
   const uint32_t box[2] = {Tr::kBK, Tr::kBM};
@@ -168,8 +168,9 @@ Status launch_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan,
                                           w_maps[2], p)
                    : detail::KernelLaunch(what, audio_qkv_f16_kernel<false>, shape, a_map, w_maps[0], w_maps[1],
                                           w_maps[2], p);
+  // The GEMM is the programmatic dependent of the last pass issued.
   GK_RETURN_IF_ERROR(a_pass.issue(kOp, stream));
-  GK_RETURN_IF_ERROR(w_pass.issue(kOp, stream));
+  if (!weights_prepared) GK_RETURN_IF_ERROR(w_pass.issue(kOp, stream));
   return gemm.issue(kOp, stream);
 }
 

@@ -547,3 +547,68 @@ TEST(Gemma3Split, RejectsWhatItCannotTakeWithItsReason) {
 }
 
 }  // namespace
+
+namespace {
+
+// Prepared weights (gk_audio_qkv_prepare): the buffer's size, and what is rejected before any launch, without a
+// GPU (every case fails before the handle is needed).
+TEST(AudioPrepared, SizeIsTheThreeWeightsInFp16AndTheirExponents) {
+  const gk_audio_qkv_config c = AudioCall().c;
+  const size_t rows = size_t(3 * c.num_heads * c.head_dim);
+  const auto round256 = [](size_t b) { return (b + 255) / 256 * 256; };
+  size_t bytes = 0;
+  ASSERT_EQ(gk_audio_qkv_prepared_size(&c, &bytes), GK_STATUS_SUCCESS) << gk_last_error_message();
+  EXPECT_EQ(bytes, round256(rows * size_t(c.hidden) * 2) + round256(rows * 4));
+  gk_audio_qkv_config exact = c;
+  exact.precision = GK_PRECISION_EXACT;
+  EXPECT_EQ(gk_audio_qkv_prepared_size(&exact, &bytes), GK_STATUS_NOT_SUPPORTED);
+  EXPECT_NE(std::string(gk_last_error_message()).find("tf32 mode"), std::string::npos) << gk_last_error_message();
+}
+
+TEST(AudioPrepared, PrepareRejectsBadBuffersAndWeights) {
+  AudioCall call;
+  size_t bytes = 0;
+  ASSERT_EQ(gk_audio_qkv_prepared_size(&call.c, &bytes), GK_STATUS_SUCCESS);
+  gk_audio_qkv_prepared out{};
+  void* data = fake_ptr(30);
+  EXPECT_EQ(gk_audio_qkv_prepare(nullptr, &call.c, &call.t, data, bytes, nullptr, nullptr),
+            GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(gk_audio_qkv_prepare(nullptr, &call.c, &call.t, data, bytes - 1, nullptr, &out),
+            GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gk_last_error_message()).find("gk_audio_qkv_prepared_size"), std::string::npos);
+  EXPECT_EQ(gk_audio_qkv_prepare(nullptr, &call.c, &call.t, static_cast<char*>(data) + 16, bytes, nullptr, &out),
+            GK_STATUS_INVALID_ARGUMENT);
+  call.t.k_proj_weight = make(3, GK_DTYPE_F32, {call.c.num_heads * call.c.head_dim, call.c.hidden + 64});
+  EXPECT_EQ(gk_audio_qkv_prepare(nullptr, &call.c, &call.t, data, bytes, nullptr, &out), GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gk_last_error_message()).find("k_proj_weight"), std::string::npos) << gk_last_error_message();
+  EXPECT_EQ(out.data, nullptr);  // nothing filled
+}
+
+TEST(AudioPrepared, ForwardRejectsAnotherShapeAndOverlaps) {
+  AudioCall call;
+  size_t bytes = 0;
+  ASSERT_EQ(gk_audio_qkv_prepared_size(&call.c, &bytes), GK_STATUS_SUCCESS);
+  const gk_audio_qkv_prepared prepared{call.c.hidden, call.c.num_heads, call.c.head_dim, fake_ptr(30), bytes};
+  void* ws = fake_ptr(20);
+  gk_audio_qkv_prepared other = prepared;
+  other.num_heads = 4;
+  EXPECT_EQ(gk_audio_qkv_forward_prepared(nullptr, &call.c, &call.t, &other, ws, size_t(1) << 34, nullptr),
+            GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gk_last_error_message()).find("prepared for"), std::string::npos) << gk_last_error_message();
+  other = prepared;
+  other.bytes = bytes - 256;
+  EXPECT_EQ(gk_audio_qkv_forward_prepared(nullptr, &call.c, &call.t, &other, ws, size_t(1) << 34, nullptr),
+            GK_STATUS_INVALID_ARGUMENT);
+  // An output inside the prepared buffer.
+  call.t.value_states.data = static_cast<char*>(prepared.data) + 1024;
+  EXPECT_EQ(gk_audio_qkv_forward_prepared(nullptr, &call.c, &call.t, &prepared, ws, size_t(1) << 34, nullptr),
+            GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gk_last_error_message()).find("prepared weights"), std::string::npos)
+      << gk_last_error_message();
+  gk_audio_qkv_config exact = call.c;
+  exact.precision = GK_PRECISION_EXACT;
+  EXPECT_EQ(gk_audio_qkv_forward_prepared(nullptr, &exact, &call.t, &prepared, ws, size_t(1) << 34, nullptr),
+            GK_STATUS_NOT_SUPPORTED);
+}
+
+}  // namespace

@@ -395,6 +395,12 @@ gk::Status AudioProblem::run(gk_handle_t handle, cudaStream_t stream) {
   return gk::audio_qkv_forward(handle, config_, tensors(), workspace_.get(), workspace_.bytes(), stream);
 }
 
+gk::Status AudioProblem::run_prepared(gk_handle_t handle, const gk_audio_qkv_prepared& prepared,
+                                      cudaStream_t stream) {
+  return gk::audio_qkv_forward_prepared(handle, config_, tensors(), prepared, workspace_.get(), workspace_.bytes(),
+                                        stream);
+}
+
 void AudioProblem::run_gpu_reference(cudaStream_t stream) {
   GK_TK_CUDA(gk_ref_gpu::audio_qkv(ref_dims(config_), hidden_.as<float>(), wq_.as<float>(), wk_.as<float>(),
                                    wv_.as<float>(), qn_.as<float>(), kn_.as<float>(), ref_q_.as<double>(),

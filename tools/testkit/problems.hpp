@@ -148,6 +148,8 @@ class AudioProblem {
     poison_output(stream);
     return run(handle, stream);
   }
+  // The forward pass with weights prepared by gk_audio_qkv_prepare (from this problem's weights, or others).
+  gk::Status run_prepared(gk_handle_t handle, const gk_audio_qkv_prepared& prepared, cudaStream_t stream);
   void run_gpu_reference(cudaStream_t stream);
   void run_cpu_reference(cudaStream_t stream);
   // The yardstick for exact mode: v = hs * Wv^T by cuBLAS SGEMM (fp32 FMA, default math mode) written over the
