@@ -44,22 +44,24 @@ Status prepare_round_tf32(const float* const* src, int count, float* dst, int64_
 // the launch that reads dst may be a programmatic dependent.
 Status prepare_tf32x3_parts(const float* src, float* dst, int64_t elems, int sms, detail::KernelLaunch* out);
 
-// The tf32 mode on fp16 tensor cores (qkv_f16_splitk_sm90.cuh): a pass makes the activations' and the weights' fp16
-// operands with their row exponents (f16_rows.cuh) into `f16`'s buffers, then the split-K grid runs on them as the
-// pass's programmatic dependent. Fills k_blocks, a_exps and w_exps itself.
+// The audio projection on fp16 tensor cores (qkv_f16_splitk_sm90.cuh): passes make the activations' and the weights'
+// fp16 operands with their row exponents (f16_rows.cuh) into `f16`'s buffers - one term (the tf32 mode) or two (the
+// exact mode: the lo rows after the hi rows) - then the split-K grid runs on them as the last pass's programmatic
+// dependent. Fills k_blocks, a_exps and w_exps itself.
 struct F16Operands {
-  uint16_t* a;       // [M, K]
-  uint16_t* w;       // [3 * H * 128, K]: q's rows, k's, v's
+  int terms;         // 1 or 2
+  uint16_t* a;       // [terms * M, K]
+  uint16_t* w;       // [terms * 3 * H * 128, K]: q's rows, k's, v's (then their lo rows)
   int32_t* a_exps;   // [M]
   int32_t* w_exps;   // [3 * H * 128]
 };
 // `weights_prepared`: f16.w and f16.w_exps already hold the weights' operands (gk_audio_qkv_prepare): no weight pass.
 Status launch_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan, const F16Operands& f16,
                              bool weights_prepared, cudaStream_t stream);
-// The pass's launch: count (1..3) matrices of rows x k floats to fp16 bits at dst (rows after rows), each row's
-// scale exponent at exps.
-Status prepare_f16_rows(const float* const* src, int count, int64_t rows, int k, uint16_t* dst, int32_t* exps,
-                        detail::KernelLaunch* out);
+// The pass's launch: count (1..3) matrices of rows x k floats to fp16 bits at dst (rows after rows; with dst_lo the
+// exact mode's two terms, the lo terms there), each row's scale exponent at exps.
+Status prepare_f16_rows(const float* const* src, int count, int64_t rows, int k, uint16_t* dst, uint16_t* dst_lo,
+                        int32_t* exps, detail::KernelLaunch* out);
 
 // In place on x[rows, heads*128]: each head -> x / sqrt(mean(x^2) + eps) * w. (The operator runs one launch for
 // q and one for k, each beside the next projection GEMM.)

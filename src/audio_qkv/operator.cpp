@@ -78,15 +78,17 @@ Layout carve(const AudioQkvConfig& c, void* base) {
   if (c.precision == GK_PRECISION_TF32) {
     l.rounded_floats = audio::tf32_scratch_floats(c.batch * c.seq_len, c.hidden, c.num_heads);
     l.rounded = w.take<float>(l.rounded_floats);
-    const int64_t rows = c.batch * c.seq_len, w_rows = 3 * c.num_heads * c.head_dim;
-    l.f16.a = w.take<uint16_t>(rows * c.hidden);
-    l.f16.w = w.take<uint16_t>(w_rows * c.hidden);
-    l.f16.a_exps = w.take<int32_t>(rows);
-    l.f16.w_exps = w.take<int32_t>(w_rows);
   } else {
     l.split_floats = audio::exact_scratch_floats(c.batch * c.seq_len, c.hidden, c.num_heads);
     l.split_a = w.take<float>(l.split_floats);
   }
+  // The fp16 path's operands: one term in tf32 mode, two in exact mode.
+  const int64_t rows = c.batch * c.seq_len, w_rows = 3 * c.num_heads * c.head_dim;
+  l.f16.terms = c.precision == GK_PRECISION_TF32 ? 1 : 2;
+  l.f16.a = w.take<uint16_t>(l.f16.terms * rows * c.hidden);
+  l.f16.w = w.take<uint16_t>(l.f16.terms * w_rows * c.hidden);
+  l.f16.a_exps = w.take<int32_t>(rows);
+  l.f16.w_exps = w.take<int32_t>(w_rows);
   l.bytes = w.bytes();
   return l;
 }
@@ -281,8 +283,8 @@ Status audio_qkv_prepare(gk_handle_t handle, const AudioQkvConfig& c, const Audi
   const float* w[3] = {static_cast<const float*>(t.q_proj_weight.data), static_cast<const float*>(t.k_proj_weight.data),
                        static_cast<const float*>(t.v_proj_weight.data)};
   detail::KernelLaunch pass;
-  GK_RETURN_IF_ERROR(audio::prepare_f16_rows(w, 3, c.num_heads * c.head_dim, static_cast<int>(c.hidden), l.w, l.exps,
-                                             &pass));
+  GK_RETURN_IF_ERROR(audio::prepare_f16_rows(w, 3, c.num_heads * c.head_dim, static_cast<int>(c.hidden), l.w,
+                                             nullptr, l.exps, &pass));
   GK_RETURN_IF_ERROR(pass.issue(kOp, reinterpret_cast<cudaStream_t>(stream)));
   *prepared = AudioQkvPrepared{c.hidden, c.num_heads, c.head_dim, data, bytes};
   return Status::Ok();
@@ -317,7 +319,7 @@ Status audio_qkv_forward_prepared(gk_handle_t handle, const AudioQkvConfig& c, c
   const Layout ws = carve(c, workspace);
   const PreparedLayout pl = prepared_layout(c, prepared.data);
   const audio::AudioPlan plan = audio::plan_audio_f16(rows, c.hidden, c.num_heads, handle->device_info);
-  const audio::F16Operands f16{ws.f16.a, pl.w, ws.f16.a_exps, pl.exps};
+  const audio::F16Operands f16{1, ws.f16.a, pl.w, ws.f16.a_exps, pl.exps};
   return audio::launch_qkv_f16_splitk(gemm_params(c, t), plan, f16, /*weights_prepared=*/true,
                                       reinterpret_cast<cudaStream_t>(stream));
 }

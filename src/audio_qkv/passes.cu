@@ -122,8 +122,8 @@ Status prepare_tf32x3_parts(const float* src, float* dst, int64_t elems, int sms
   return prepare_float4_pass<Tf32x3Parts>("3xTF32 parts launch", &src, 1, dst, elems, sms, out);
 }
 
-Status prepare_f16_rows(const float* const* src, int count, int64_t rows, int k, uint16_t* dst, int32_t* exps,
-                        detail::KernelLaunch* out) {
+Status prepare_f16_rows(const float* const* src, int count, int64_t rows, int k, uint16_t* dst, uint16_t* dst_lo,
+                        int32_t* exps, detail::KernelLaunch* out) {
   const int64_t blocks = (count * rows + kF16RowsWarps - 1) / kF16RowsWarps;
   if (count < 1 || count > 3 || k % 4 != 0 || blocks > INT32_MAX) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: an fp16 operand pass the kernel cannot take", kOp);
@@ -134,10 +134,11 @@ Status prepare_f16_rows(const float* const* src, int count, int64_t rows, int k,
   p.rows = rows;
   p.k = k;
   p.hi = dst;
-  p.lo = nullptr;
+  p.lo = dst_lo;
   p.exps = exps;
-  *out = detail::KernelLaunch("fp16 operand pass launch", f16_rows_kernel<false>,
-                              {dim3(static_cast<unsigned>(blocks)), kF16RowsWarps * 32}, p);
+  const detail::LaunchShape shape{dim3(static_cast<unsigned>(blocks)), kF16RowsWarps * 32};
+  *out = dst_lo != nullptr ? detail::KernelLaunch("fp16 operand pass launch", f16_rows_kernel<true>, shape, p)
+                           : detail::KernelLaunch("fp16 operand pass launch", f16_rows_kernel<false>, shape, p);
   return Status::Ok();
 }
 

@@ -75,6 +75,13 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
   const int64_t rows = c.batch * c.seq_len;
   const bool splitk_ok = splitk_supported(rows, c.hidden, c.num_heads);
   if (c.precision == GK_PRECISION_EXACT) {
+    if (ov.audio_exact == 2 && splitk_ok && c.hidden % kF16BK == 0) {
+      p = plan_audio_f16(rows, c.hidden, c.num_heads, dev);
+      p.chosen.audio_tf32 = detail::kAuto;
+      p.chosen.audio_exact = 2;
+      *plan = p;
+      return Status::Ok();
+    }
     if (splitk_ok && ov.audio_exact != 1) {
       p.path = AudioPath::kSplitkTf32x3;
       plan_splitk(c, dev.audio_tf32x3_clusters, dev.sms, exact_scratch_floats(rows, c.hidden, c.num_heads), 2, ov, &p);

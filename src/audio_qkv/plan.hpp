@@ -18,7 +18,8 @@ enum class AudioPath {
   kSplitkTf32,  // the split-K tf32 kernel (qkv_tf32_splitk_sm90.cuh)
   kPersistentTf32,  // the persistent head GEMM (projection/head_gemm) with the audio epilogue
   kSplitkTf32x3,    // the exact mode's split-K 3xTF32 kernel (qkv_tf32x3_splitk_sm90.cuh)
-  kSplitkF16,       // tf32's rounding on fp16 tensor cores: operand passes, then the split-K grid (qkv_f16_splitk_sm90.cuh)
+  kSplitkF16,       // fp16 tensor cores: operand passes, then the split-K grid (qkv_f16_splitk_sm90.cuh); one fp16
+                    // term in tf32 mode (tf32's rounding), two in exact mode
 };
 
 struct AudioPlan {

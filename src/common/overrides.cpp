@@ -30,7 +30,7 @@ constexpr Key kKeys[] = {
     {"audio.v_round", &Overrides::audio_v_round, {"kernel", "pass", nullptr}},
     {"audio.v_weights", &Overrides::audio_v_weights, {"smem", "registers", nullptr}},
     {"audio.activations", &Overrides::audio_activations, {"prepass", "smem", nullptr}},
-    {"audio.exact", &Overrides::audio_exact, {"tf32x3", "cublas", nullptr}},
+    {"audio.exact", &Overrides::audio_exact, {"tf32x3", "cublas", "f16", nullptr}},
 };
 
 std::string allowed(const Key& k) {

@@ -34,7 +34,7 @@ struct Overrides {
   int8_t audio_v_round = kAuto;      // 0 kernel, 1 pass: who rounds v's weights for the persistent kernel
   int8_t audio_v_weights = kAuto;    // 0 smem, 1 registers: where the split-K tf32 kernel rounds v's weights
   int8_t audio_activations = kAuto;  // 0 prepass, 1 smem: where the split-K kernels prepare the activations
-  int8_t audio_exact = kAuto;        // 0 tf32x3, 1 cublas: the exact mode's kernel
+  int8_t audio_exact = kAuto;        // 0 tf32x3, 1 cublas, 2 f16 (two fp16 terms): the exact mode's kernel
 };
 
 // Parses `spec` (null or empty: no overrides) into *out, starting from a default Overrides. On error *out is

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "device_buffer.hpp"
+#include "env_overrides.hpp"
 #include "gpu_test_util.hpp"
 #include "problems.hpp"
 #include "suites.hpp"
@@ -144,6 +145,34 @@ INSTANTIATE_TEST_SUITE_P(Small, AudioSmall, ::testing::Values(GK_PRECISION_TF32,
 // projection, so the comparison is GEMM against GEMM): within 2x of cuBLAS's relative L2 and max error. The bar any
 // faster exact path (3xTF32) must clear.
 class AudioExactVsFp32 : public GpuParamTest<std::pair<int64_t, int64_t>> {};
+
+// The exact mode's error against plain fp32 cuBLAS's on v, under the handle's pins `spec` (then restored).
+void exact_vs_fp32(gk_handle_t handle, cudaStream_t stream, int64_t batch, int64_t seq_len, uint64_t seed,
+                   const char* spec) {
+  GK_ASSERT_OK(gk::set_overrides(handle, spec));
+  AudioProblem p({batch, seq_len, 1024, 8, 128, 1e-6f, GK_PRECISION_EXACT});
+  AudioRecipe r;
+  r.seed = seed;
+  const gk::Status run = p.run_fresh(r, handle, stream);
+  (void)gk_testkit::apply_env_overrides(handle);
+  GK_ASSERT_OK(run);
+  p.run_gpu_reference(stream);
+  const gk_testkit::Judgement exact = p.judge(0.002, 1e-5, stream)[2];
+  p.run_cublas_fp32_v(stream);
+  const gk_testkit::Judgement fp32 = p.judge(0.002, 1e-5, stream)[2];
+  const std::string shape = std::string(spec) + " B" + std::to_string(batch) + " S" + std::to_string(seq_len);
+  gk_test::report("054 exact v " + shape, r.seed, exact, 0.99);
+  gk_test::report("054 cuBLAS fp32 v " + shape, r.seed, fp32, 0.99);
+  EXPECT_GT(fp32.rel_l2(), 0.0);
+  EXPECT_LE(exact.rel_l2(), 2.0 * fp32.rel_l2()) << "exact " << exact.summary(0.99) << "; fp32 " << fp32.summary(0.99);
+  EXPECT_LE(exact.max_abs_err, 2.0 * fp32.max_abs_err) << "exact " << exact.summary(0.99);
+}
+
+// The two-fp16-term form (audio.exact=f16) held to the same bound.
+TEST_P(AudioExactVsFp32, TwoFp16TermsWithinTwiceFp32CublasError) {
+  const auto [batch, seq_len] = GetParam();
+  exact_vs_fp32(handle(), stream(), batch, seq_len, next_seed(), "audio.exact=f16");
+}
 
 TEST_P(AudioExactVsFp32, WithinTwiceFp32CublasError) {
   const auto [batch, seq_len] = GetParam();

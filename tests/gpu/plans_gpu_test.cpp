@@ -157,7 +157,7 @@ INSTANTIATE_TEST_SUITE_P(Plans, AudioPinned,
                                            "audio.tf32=splitk,audio.v_weights=registers",
                                            "audio.tf32=splitk,audio.v_weights=smem",
                                            "audio.tf32=splitk,audio.activations=smem,audio.exact=tf32x3",
-                                           "audio.tf32=f16"),
+                                           "audio.tf32=f16,audio.exact=f16"),
                          [](const auto& info) { return "p" + std::to_string(info.index); });
 
 // Weights prepared once (gk_audio_qkv_prepare) give the same bits as the fp16 path preparing them per call (the
