@@ -42,7 +42,8 @@ typedef enum gk_abi_struct {
   GK_ABI_AUDIO_TENSORS = 4,
   GK_ABI_KV_CACHE = 5,
   GK_ABI_GEMMA3_QKV_TENSORS = 6,
-  GK_ABI_GEMMA3_ATTEND_TENSORS = 7
+  GK_ABI_GEMMA3_ATTEND_TENSORS = 7,
+  GK_ABI_AUDIO_PREPARED = 8
 } gk_abi_struct;
 /* sizeof the struct as the library was built; 0 for a value outside gk_abi_struct. */
 GK_API size_t gk_abi_struct_size(int32_t which);

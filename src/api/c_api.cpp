@@ -123,6 +123,8 @@ size_t gk_abi_struct_size(int32_t which) {
       return sizeof(gk_gemma3_qkv_tensors);
     case GK_ABI_GEMMA3_ATTEND_TENSORS:
       return sizeof(gk_gemma3_attend_tensors);
+    case GK_ABI_AUDIO_PREPARED:
+      return sizeof(gk_audio_qkv_prepared);
     default:
       return 0;
   }
