@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "audio_qkv/f16_operands.hpp"
+#include "common/device/sm90_primitives.cuh"
 
 namespace gk::audio {
 
@@ -27,6 +28,9 @@ inline constexpr int kF16RowsWarps = 8;
 
 template <bool kTwoTerms>
 __global__ void __launch_bounds__(kF16RowsWarps * 32) f16_rows_kernel(const F16RowsParams p) {
+  // The GEMM that reads the operands may launch as a programmatic dependent: let its CTAs be scheduled (they wait
+  // for this grid's completion before reading).
+  device::launch_dependents();
   const int64_t row = int64_t(blockIdx.x) * kF16RowsWarps + threadIdx.x / 32;
   if (row >= p.count * p.rows) return;
   const int lane = threadIdx.x % 32, m = static_cast<int>(row / p.rows);
