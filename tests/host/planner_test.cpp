@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "attention/attention_plan.hpp"
 #include "audio_qkv/plan.hpp"
 #include "common/overrides.hpp"
 #include "gemma3_layer/plan.hpp"
@@ -249,6 +250,56 @@ TEST(AudioPlanner, PrintedPlanPinsTheSamePlan) {
       EXPECT_EQ(again.v_round_in_kernel, p.v_round_in_kernel);
     }
   }
+}
+
+}  // namespace
+
+namespace {
+
+// The attention planner at head_dim 256 (docs/dispatch.md): the Hopper kernel with its 64-key tiles on a wide grid,
+// its output by 16-byte stores and the running-maximum softmax (both at 128 only), the sm80-class kernel for an
+// additive mask or a narrow grid; head_dim 128 keeps its 128 x 128 tiles.
+gk::gemma3::AttentionShape attention_shape(int head_dim, int seq_len, int q_heads, int group,
+                                           gk::gemma3::MaskMode mask) {
+  gk::gemma3::AttentionShape s;
+  s.batch = 1;
+  s.seq_len = seq_len;
+  s.num_q_heads = q_heads;
+  s.group_size = group;
+  s.head_dim = head_dim;
+  s.mask = mask;
+  s.softcap = true;
+  s.softcap_out = 50.f * 1.4426950f;
+  s.sm90_layout = true;
+  s.o_tma = true;
+  return s;
+}
+
+TEST(AttentionPlanner, HeadDim256TakesTheHopperKernelWithItsKeyTiles) {
+  using gk::gemma3::AttentionKernel;
+  using gk::gemma3::MaskMode;
+  const auto plan = [](const gk::gemma3::AttentionShape& s, const char* pin = "") {
+    gk::gemma3::AttentionPlan p;
+    EXPECT_TRUE(gk::gemma3::plan_attention(s, hopper(), pins(pin), &p).ok());
+    return p;
+  };
+  for (const MaskMode mask : {MaskMode::kCausal, MaskMode::kSliding, MaskMode::kNone}) {
+    const auto p = plan(attention_shape(256, 8192, 16, 2, mask));
+    EXPECT_EQ(p.kernel, AttentionKernel::kSm90);
+    EXPECT_EQ(p.block_m, 128);
+    EXPECT_EQ(p.block_n, 64);
+    EXPECT_FALSE(p.o_tma);          // no shared memory left to stage TMA stores
+    EXPECT_FALSE(p.fixed_softmax);  // the fixed-reference softmax is built at 128 only
+  }
+  const auto additive = plan(attention_shape(256, 8192, 16, 2, MaskMode::kAdditive), "attention.kernel=sm90");
+  EXPECT_EQ(additive.kernel, AttentionKernel::kSm80);
+  EXPECT_EQ(additive.block_n, 64);
+  // 8 tiles of 128 rows for 132 SMs: the 64-row kernel, twice the CTAs.
+  EXPECT_EQ(plan(attention_shape(256, 1024, 1, 1, MaskMode::kCausal)).kernel, AttentionKernel::kSm80);
+  const auto d128 = plan(attention_shape(128, 8192, 24, 3, MaskMode::kCausal));
+  EXPECT_EQ(d128.kernel, AttentionKernel::kSm90);
+  EXPECT_EQ(d128.block_n, 128);
+  EXPECT_TRUE(d128.o_tma);
 }
 
 }  // namespace
