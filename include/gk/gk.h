@@ -286,9 +286,10 @@ typedef struct gk_audio_qkv_tensors {
 
 GK_API gk_status gk_audio_qkv_check(const gk_audio_qkv_config* config, const gk_audio_qkv_tensors* tensors);
 /* The workspace holds, in tf32 mode, a tf32-rounded copy of v's weights (4*H*D*hidden bytes) or, where that is
- * larger and B*S <= 3*H*D, of the activations (4*B*S*hidden bytes), and the fp16 operands of the fp16 path with their
- * row exponents ((2*hidden + 4)*(B*S + 3*H*D) bytes); in exact mode
- * the activations split into two tf32 parts (8*B*S*hidden bytes) while that stays within 256 MiB. */
+ * larger and B*S <= 3*H*D, of the activations (4*B*S*hidden bytes); in exact mode
+ * the activations split into two tf32 parts (8*B*S*hidden bytes) while that stays within 256 MiB. In both, while the
+ * fp16 activations stay within 256 MiB, the fp16 path's operands with their row exponents: T terms (1 in tf32 mode,
+ * 2 in exact mode) of the activations and the three weights, (2*T*hidden + 4)*(B*S + 3*H*D) bytes. */
 GK_API gk_status gk_audio_qkv_workspace_size(const gk_audio_qkv_config* config, size_t* bytes);
 GK_API gk_status gk_audio_qkv_forward(gk_handle_t handle, const gk_audio_qkv_config* config,
                                       const gk_audio_qkv_tensors* tensors, void* workspace, size_t workspace_bytes,

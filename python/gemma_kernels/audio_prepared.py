@@ -87,7 +87,7 @@ def audio_qkv_prepared_out(
     tens.query_states, tens.key_states, tens.value_states = (_desc(t) for t in (query_states, key_states,
                                                                                  value_states))
     prep = _lib.AudioPrepared(prepared_hidden, prepared_heads, prepared_head_dim, prepared.data_ptr(),
-                              prepared.numel())
+                              prepared.numel() * prepared.element_size())
     lib = _lib.library()
     size = ctypes.c_size_t()
     _lib.check(lib.gk_audio_qkv_workspace_size(ctypes.byref(cfg), ctypes.byref(size)))

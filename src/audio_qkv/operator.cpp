@@ -82,13 +82,15 @@ Layout carve(const AudioQkvConfig& c, void* base) {
     l.split_floats = audio::exact_scratch_floats(c.batch * c.seq_len, c.hidden, c.num_heads);
     l.split_a = w.take<float>(l.split_floats);
   }
-  // The fp16 path's operands: one term in tf32 mode, two in exact mode.
+  // The fp16 path's operands (one term in tf32 mode, two in exact mode), while its activations stay within bound.
   const int64_t rows = c.batch * c.seq_len, w_rows = 3 * c.num_heads * c.head_dim;
   l.f16.terms = c.precision == GK_PRECISION_TF32 ? 1 : 2;
-  l.f16.a = w.take<uint16_t>(l.f16.terms * rows * c.hidden);
-  l.f16.w = w.take<uint16_t>(l.f16.terms * w_rows * c.hidden);
-  l.f16.a_exps = w.take<int32_t>(rows);
-  l.f16.w_exps = w.take<int32_t>(w_rows);
+  if (audio::f16_fits(rows, c.hidden, l.f16.terms)) {
+    l.f16.a = w.take<uint16_t>(l.f16.terms * rows * c.hidden);
+    l.f16.w = w.take<uint16_t>(l.f16.terms * w_rows * c.hidden);
+    l.f16.a_exps = w.take<int32_t>(rows);
+    l.f16.w_exps = w.take<int32_t>(w_rows);
+  }
   l.bytes = w.bytes();
   return l;
 }
@@ -184,6 +186,9 @@ audio::QkvGemmParams gemm_params(const AudioQkvConfig& c, const AudioQkvTensors&
 
 Status audio_qkv_check(const AudioQkvConfig& c, const AudioQkvTensors& t) {
   GK_RETURN_IF_ERROR(check_config(c));
+  // hidden_states first, then the weights: the order the messages name a broken tensor in has not changed.
+  GK_RETURN_IF_ERROR(detail::check_tensor(
+      kOp, t.hidden_states, detail::TensorSpec{"hidden_states", GK_DTYPE_F32, {c.batch, c.seq_len, c.hidden}, 16}));
   GK_RETURN_IF_ERROR(check_weights(c, t));
   return check_activations(c, t, /*with_weights=*/true, nullptr);
 }
@@ -275,9 +280,15 @@ Status audio_qkv_prepare(gk_handle_t handle, const AudioQkvConfig& c, const Audi
   if (data == nullptr || reinterpret_cast<uintptr_t>(data) % detail::WorkspaceCarver::kAlign != 0 ||
       bytes < need.bytes) {
     return error(GK_STATUS_INVALID_ARGUMENT,
-                 "%s: the prepared weights' buffer must be %zu bytes (gk_audio_qkv_prepared_size), 256-byte aligned "
-                 "(got %p, %zu bytes)", kOp, need.bytes, data, bytes);
+                 "%s: the prepared weights' buffer must be at least %zu bytes (gk_audio_qkv_prepared_size), 256-byte "
+                 "aligned (got %p, %zu bytes)", kOp, need.bytes, data, bytes);
   }
+  const int64_t half_elems = static_cast<int64_t>(need.bytes / 2);
+  const gk_tensor buffer = gk_tensor_contiguous(data, GK_DTYPE_F16, 1, &half_elems);
+  GK_RETURN_IF_ERROR(detail::check_no_overlap(kOp, "the prepared weights' buffer", buffer,
+                                              {{"q_proj_weight", &t.q_proj_weight},
+                                               {"k_proj_weight", &t.k_proj_weight},
+                                               {"v_proj_weight", &t.v_proj_weight}}));
   GK_RETURN_IF_ERROR(detail::check_handle(kOp, handle));
   const PreparedLayout l = prepared_layout(c, data);
   const float* w[3] = {static_cast<const float*>(t.q_proj_weight.data), static_cast<const float*>(t.k_proj_weight.data),
@@ -312,9 +323,10 @@ Status audio_qkv_forward_prepared(gk_handle_t handle, const AudioQkvConfig& c, c
   GK_RETURN_IF_ERROR(check_activations(c, t, /*with_weights=*/false, &prepared_bytes));
   GK_RETURN_IF_ERROR(detail::check_call(kOp, handle, workspace, workspace_bytes, carve(c, nullptr).bytes));
   const int64_t rows = c.batch * c.seq_len;
-  if (!audio::splitk_supported(rows, c.hidden, c.num_heads)) {
-    return error(GK_STATUS_NOT_SUPPORTED, "%s: %lld rows past the fp16 kernel's grid", kOp,
-                 static_cast<long long>(rows));
+  if (!audio::splitk_supported(rows, c.hidden, c.num_heads) || !audio::f16_fits(rows, c.hidden, 1)) {
+    return error(GK_STATUS_NOT_SUPPORTED,
+                 "%s: %lld rows past what prepared weights take (the fp16 kernel's grid, and fp16 activations within "
+                 "256 MiB)", kOp, static_cast<long long>(rows));
   }
   const Layout ws = carve(c, workspace);
   const PreparedLayout pl = prepared_layout(c, prepared.data);

@@ -57,6 +57,10 @@ int64_t exact_scratch_floats(int64_t rows, int64_t hidden, int64_t heads) {
   return splitk_supported(rows, hidden, heads) && floats <= kMaxExactScratchFloats ? floats : 0;
 }
 
+bool f16_fits(int64_t rows, int64_t hidden, int terms) {
+  return rows <= (int64_t(256) << 20) / (2 * terms * hidden);
+}
+
 AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, const detail::DeviceInfo& dev) {
   AudioPlan p;
   p.path = AudioPath::kSplitkF16;
@@ -75,7 +79,7 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
   const int64_t rows = c.batch * c.seq_len;
   const bool splitk_ok = splitk_supported(rows, c.hidden, c.num_heads);
   if (c.precision == GK_PRECISION_EXACT) {
-    if (ov.audio_exact == 2 && splitk_ok && c.hidden % kF16BK == 0) {
+    if (ov.audio_exact == 2 && splitk_ok && c.hidden % kF16BK == 0 && f16_fits(rows, c.hidden, 2)) {
       p = plan_audio_f16(rows, c.hidden, c.num_heads, dev);
       p.chosen.audio_tf32 = detail::kAuto;
       p.chosen.audio_exact = 2;
@@ -99,7 +103,7 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
   if (ov.audio_tf32 == 0) {
     if (splitk_ok) p.path = AudioPath::kSplitkTf32;
   } else if (ov.audio_tf32 == 3) {
-    if (splitk_ok && c.hidden % kF16BK == 0) p.path = AudioPath::kSplitkF16;
+    if (splitk_ok && c.hidden % kF16BK == 0 && f16_fits(rows, c.hidden, 1)) p.path = AudioPath::kSplitkF16;
   } else if (ov.audio_tf32 == 1) {
     if (persistent_ok) p.path = AudioPath::kPersistentTf32;
   } else if (ov.audio_tf32 == detail::kAuto) {

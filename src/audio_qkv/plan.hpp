@@ -53,6 +53,9 @@ GK_INTERNAL_API int64_t tf32_scratch_floats(int64_t rows, int64_t hidden, int64_
 GK_INTERNAL_API int64_t exact_scratch_floats(int64_t rows, int64_t hidden, int64_t heads);
 // The fp16 kernel's K-block (fp16 columns).
 inline constexpr int kF16BK = 64;
+// Whether the fp16 path's activations (terms x rows x hidden fp16) stay within the workspace's bound (256 MiB, as
+// the exact mode's split activations): the workspace holds the fp16 operands only then, and the path runs only then.
+GK_INTERNAL_API bool f16_fits(int64_t rows, int64_t hidden, int terms);
 
 // `capturing`: the stream is capturing a CUDA graph (the kernel's own v rounding hands slices over under the call's
 // epoch, which a replay repeats, so a pass rounds them there). `sk_scratch_bytes`: the workspace the persistent

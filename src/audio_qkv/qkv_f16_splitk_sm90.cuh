@@ -140,6 +140,9 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms>::kThreads, 1)
       for (int e = 0; e < 4; ++e) acc[j][e] = fmaf(small[j][e], 1.f / 2048.f, acc[j][e]);
     }
   }
+  // The epilogue reads the passes' exponents with ordinary loads: the grid dependency is this thread's own to wait
+  // for (long met by now: the stages it consumed came after the TMA warp's wait).
+  device::grid_dependency_wait();
   // The ring's shared memory is free for the split-K epilogue's partials once every stage is consumed.
   store_qkv_tile<kClusterSplit, /*kUnscale=*/true>(acc, p, which, head, m0, wg, base);
 }

@@ -136,6 +136,11 @@ TEST_P(AudioPinned, Suite) {
       r.seed = next_seed();
       std::string plan;
       GK_ASSERT_OK(gk::audio_qkv_plan(handle(), p.config(), p.tensors(), &plan));
+      // A pinned fp16 path must be the one that runs (the suite's shapes all fit it).
+      const char* f16_pin = prec == GK_PRECISION_TF32 ? "audio.tf32=f16" : "audio.exact=f16";
+      if (std::string(GetParam()).find(f16_pin) != std::string::npos) {
+        EXPECT_NE(plan.find(f16_pin), std::string::npos) << plan;
+      }
       GK_ASSERT_OK(p.run_fresh(r, handle(), stream()));
       p.run_gpu_reference(stream());
       const auto js = p.judge(w.atol, w.rtol, stream());

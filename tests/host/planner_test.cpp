@@ -237,6 +237,26 @@ TEST(AudioPlanner, PinsAndCapture) {
   EXPECT_FALSE(audio_plan(1, 8192, GK_PRECISION_TF32, pins("audio.v_round=pass")).v_round_in_kernel);
 }
 
+// The fp16 pins (audio.tf32=f16, audio.exact=f16) take the fp16 path while its activations fit the workspace's
+// bound, and print themselves; past the bound the planner keeps its own choice.
+TEST(AudioPlanner, Fp16PinsTakeTheFp16PathWithinTheBound) {
+  for (const gk_precision prec : {GK_PRECISION_TF32, GK_PRECISION_EXACT}) {
+    const int terms = prec == GK_PRECISION_TF32 ? 1 : 2;
+    const int64_t cap = (int64_t(256) << 20) / (2 * terms * 1024);
+    for (const int64_t rows : {int64_t(128), int64_t(8192), cap, cap + 1}) {
+      const gk_audio_qkv_config c{1, rows, 1024, 8, 128, 1e-6f, prec};
+      gk::audio::AudioPlan p;
+      ASSERT_TRUE(gk::audio::plan_audio(c, hopper(), pins("audio.tf32=f16,audio.exact=f16"), false, 0, &p).ok());
+      const bool f16 = rows <= cap;
+      EXPECT_EQ(p.path == gk::audio::AudioPath::kSplitkF16, f16) << rows << " rows, terms " << terms;
+      if (f16) {
+        EXPECT_NE(gk::detail::format_overrides(p.chosen).find(terms == 1 ? "audio.tf32=f16" : "audio.exact=f16"),
+                  std::string::npos);
+      }
+    }
+  }
+}
+
 TEST(AudioPlanner, PrintedPlanPinsTheSamePlan) {
   for (const auto& w : gk_testkit::builtin_suite("054").workloads) {
     for (const gk_precision prec : {GK_PRECISION_TF32, GK_PRECISION_EXACT}) {

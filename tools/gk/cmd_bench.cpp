@@ -65,6 +65,8 @@ gk_testkit::WorkloadResult bench_case(const Case& c, const BenchOptions& o, cons
   }
   const gk_testkit::InputOptions inputs;  // the suites' recipe
   check_ok(sets[0]->plan(handle, &w.plan));
+  // Prepared weights always take the fp16 path, whatever the handle's pins would choose for fp32 weights.
+  if (o.prepared_weights && !c.gemma3) w.plan = "audio.tf32=f16 (prepared weights)";
 
   auto& k = w.check;
   k.atol = c.atol;
@@ -141,6 +143,13 @@ int bench(const BenchOptions& o_in) {
   BenchOptions o = o_in;
   if (o.custom) o.shape.suite.clear();
   const std::vector<Case> cases = build_cases(o.shape);
+  if (o.prepared_weights) {
+    for (const Case& c : cases) {
+      if (!c.gemma3 && c.a.precision != GK_PRECISION_TF32) {
+        throw UsageError("--prepared-weights: prepared weights take the tf32 mode (--precision tf32)");
+      }
+    }
+  }
   std::string why;
   if (!gk_testkit::cuda_device_available(&why)) throw UsageError(why + ": gk bench needs a CUDA GPU");
 
