@@ -29,6 +29,22 @@ class Pinned {
   gk::Status ok_;
 };
 
+// One call of `c` under the handle's pins, with fresh inputs, judged with the official rule against the GPU
+// reference (the plan it ran named on failure).
+void check_gemma3(gk_handle_t handle, cudaStream_t stream, uint64_t seed, const gk_gemma3_attention_config& c,
+                  double atol, double rtol, double required, const std::string& what) {
+  Gemma3Problem p(c);
+  gk_testkit::Gemma3Recipe r;
+  r.seed = seed;
+  std::string plan;
+  GK_ASSERT_OK(gk::gemma3_attention_plan(handle, p.config(), p.tensors(), &plan));
+  GK_ASSERT_OK(p.run_fresh(r, handle, stream));
+  p.run_gpu_reference(stream);
+  const auto j = p.judge(atol, rtol, stream);
+  gk_test::report(what, r.seed, j, required);
+  EXPECT_TRUE(j.passed(required)) << what << " plan " << plan << ": " << j.summary(0.99);
+}
+
 class Gemma3Pinned : public GpuParamTest<const char*> {};
 
 TEST_P(Gemma3Pinned, SuiteAndExtraShapes) {
@@ -42,18 +58,9 @@ TEST_P(Gemma3Pinned, SuiteAndExtraShapes) {
       if (mask == GK_MASK_ADDITIVE && w.batch * w.seq_len * w.seq_len > (int64_t(1) << 26)) continue;
       auto c = gk_testkit::gemma3_config(suite, w);
       c.mask_mode = mask;
-      Gemma3Problem p(c);
-      gk_testkit::Gemma3Recipe r;
-      r.seed = next_seed();
-      std::string plan;
-      GK_ASSERT_OK(gk::gemma3_attention_plan(handle(), p.config(), p.tensors(), &plan));
-      GK_ASSERT_OK(p.run_fresh(r, handle(), stream()));
-      p.run_gpu_reference(stream());
-      const auto j = p.judge(w.atol, w.rtol, stream());
       const std::string what = std::string("047 pinned ") + GetParam() + " B" + std::to_string(w.batch) + " S" +
                                std::to_string(w.seq_len) + (mask == GK_MASK_ADDITIVE ? " additive" : " causal");
-      gk_test::report(what, r.seed, j, suite.required_matched_ratio);
-      EXPECT_TRUE(j.passed(suite.required_matched_ratio)) << what << " plan " << plan << ": " << j.summary(0.99);
+      check_gemma3(handle(), stream(), next_seed(), c, w.atol, w.rtol, suite.required_matched_ratio, what);
     }
   }
 }
@@ -100,20 +107,11 @@ TEST_P(Gemma3Pinned256, ModelHeadsAndMasks) {
       c.mask_mode = sh.mask;
       c.sliding_window = sh.window;
       c.softcap = (n++ % 2 == 0) ? 0.f : c.softcap;
-      Gemma3Problem p(c);
-      gk_testkit::Gemma3Recipe r;
-      r.seed = next_seed();
-      std::string plan;
-      GK_ASSERT_OK(gk::gemma3_attention_plan(handle(), p.config(), p.tensors(), &plan));
-      GK_ASSERT_OK(p.run_fresh(r, handle(), stream()));
-      p.run_gpu_reference(stream());
-      const auto j = p.judge(0.05, 0.05, stream());
       const std::string what = std::string("D256 pinned ") + GetParam() + " H" + std::to_string(h.q) + "/" +
                                std::to_string(h.kv) + " B" + std::to_string(sh.batch) + " S" +
                                std::to_string(sh.seq_len) + (sh.mask == GK_MASK_NONE ? " none" : " causal") +
                                " window " + std::to_string(sh.window) + (c.softcap > 0.f ? " softcap" : "");
-      gk_test::report(what, r.seed, j, suite.required_matched_ratio);
-      EXPECT_TRUE(j.passed(suite.required_matched_ratio)) << what << " plan " << plan << ": " << j.summary(0.99);
+      check_gemma3(handle(), stream(), next_seed(), c, 0.05, 0.05, suite.required_matched_ratio, what);
     }
   }
 }
