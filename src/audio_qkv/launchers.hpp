@@ -5,18 +5,20 @@
 
 #include <cstdint>
 
+#include "audio_qkv/params.hpp"
 #include "common/device_props.hpp"
 #include "common/kernel_launch.hpp"
 #include "gk/gk.hpp"
 
 namespace gk::audio {
 
-struct QkvGemmParams;
 struct AudioPlan;
 
 // The kernels' shared-memory opt-ins, and the split-K kernels' and the persistent kernel's cluster residency into the
 // device description (at handle creation).
 Status prepare_audio_kernels(detail::DeviceInfo* dev);
+// The fp16 kernels' part of it (qkv_f16_launch.cu).
+Status prepare_f16_kernels(detail::DeviceInfo* dev);
 
 // The split-K tf32 kernel (qkv_tf32_splitk_sm90.cuh): q|k|v on tensor cores, v's inputs rounded to nearest and q's and
 // k's read truncated, q and k normalized in the epilogue. With plan.activations_prepass the activations are rounded
@@ -58,10 +60,17 @@ struct F16Operands {
 // `weights_prepared`: f16.w and f16.w_exps already hold the weights' operands (gk_audio_qkv_prepare): no weight pass.
 Status launch_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan, const F16Operands& f16,
                              bool weights_prepared, cudaStream_t stream);
-// The pass's launch: count (1..3) matrices of rows x k floats to fp16 bits at dst (rows after rows; with dst_lo the
-// exact mode's two terms, the lo terms there), each row's scale exponent at exps.
-Status prepare_f16_rows(const float* const* src, int count, int64_t rows, int k, uint16_t* dst, uint16_t* dst_lo,
-                        int32_t* exps, detail::KernelLaunch* out);
+// The same operands on the persistent head GEMM (F16Config, head_gemm_sm90.cuh) with the unscaling epilogue; its
+// stream-K state in `sk_scratch` as the tf32 persistent path's.
+Status launch_qkv_f16_persistent(const QkvGemmParams& params, const AudioPlan& plan, const F16Operands& f16,
+                                 bool weights_prepared, void* sk_scratch, size_t sk_scratch_bytes, uint64_t epoch,
+                                 cudaStream_t stream);
+// The pass's launch: each of `count` (1..4) matrices of rows x k floats to fp16 bits with its rows' scale
+// exponents (all with lo terms, the exact mode, or none).
+Status prepare_f16_rows(const F16Matrix* mats, int count, int k, detail::KernelLaunch* out);
+// The matrices of a call's pass: the activations, then (unless `weights_prepared`) q's, k's and v's weights, into
+// f16's buffers. Returns the count.
+int f16_call_matrices(const QkvGemmParams& p, const F16Operands& f16, bool weights_prepared, F16Matrix (&out)[kMaxF16Matrices]);
 
 // In place on x[rows, heads*128]: each head -> x / sqrt(mean(x^2) + eps) * w. (The operator runs one launch for
 // q and one for k, each beside the next projection GEMM.)

@@ -235,6 +235,9 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
         return audio::launch_qkv_tf32_splitk(p, plan, ws.rounded, ws.rounded_floats, stream);
       case audio::AudioPath::kSplitkF16:
         return audio::launch_qkv_f16_splitk(p, plan, ws.f16, /*weights_prepared=*/false, stream);
+      case audio::AudioPath::kPersistentF16:
+        return audio::launch_qkv_f16_persistent(p, plan, ws.f16, /*weights_prepared=*/false, ws.gemm_workspace,
+                                                detail::kGemmWorkspaceBytes, handle->next_epoch(), stream);
       default:
         return audio::launch_qkv_tf32x3_splitk(p, plan, ws.split_a, ws.split_floats, stream);
     }
@@ -294,8 +297,10 @@ Status audio_qkv_prepare(gk_handle_t handle, const AudioQkvConfig& c, const Audi
   const float* w[3] = {static_cast<const float*>(t.q_proj_weight.data), static_cast<const float*>(t.k_proj_weight.data),
                        static_cast<const float*>(t.v_proj_weight.data)};
   detail::KernelLaunch pass;
-  GK_RETURN_IF_ERROR(audio::prepare_f16_rows(w, 3, c.num_heads * c.head_dim, static_cast<int>(c.hidden), l.w,
-                                             nullptr, l.exps, &pass));
+  const int64_t n = c.num_heads * c.head_dim;
+  audio::F16Matrix mats[3];
+  for (int i = 0; i < 3; ++i) mats[i] = audio::F16Matrix{w[i], n, l.w + i * n * c.hidden, nullptr, l.exps + i * n};
+  GK_RETURN_IF_ERROR(audio::prepare_f16_rows(mats, 3, static_cast<int>(c.hidden), &pass));
   GK_RETURN_IF_ERROR(pass.issue(kOp, reinterpret_cast<cudaStream_t>(stream)));
   *prepared = AudioQkvPrepared{c.hidden, c.num_heads, c.head_dim, data, bytes};
   return Status::Ok();
@@ -330,10 +335,19 @@ Status audio_qkv_forward_prepared(gk_handle_t handle, const AudioQkvConfig& c, c
   }
   const Layout ws = carve(c, workspace);
   const PreparedLayout pl = prepared_layout(c, prepared.data);
-  const audio::AudioPlan plan = audio::plan_audio_f16(rows, c.hidden, c.num_heads, handle->device_info);
+  const detail::DeviceInfo& dev = handle->device_info;
+  // The handle's pins choose the grid here too (audio.tf32=f16: split-K, =f16_persistent: persistent).
+  const int8_t pin = handle->overrides.audio_tf32;
+  const bool persistent = pin == 4 || (pin != 3 && audio::f16_persistent_pays(rows, c.num_heads, dev));
+  const size_t sk_bytes = handle->overrides.audio_stream_k == 1 ? 0 : detail::kGemmWorkspaceBytes;
+  const audio::AudioPlan plan = audio::plan_audio_f16(rows, c.hidden, c.num_heads, 1, persistent, dev, sk_bytes);
   const audio::F16Operands f16{1, ws.f16.a, pl.w, ws.f16.a_exps, pl.exps};
-  return audio::launch_qkv_f16_splitk(gemm_params(c, t), plan, f16, /*weights_prepared=*/true,
-                                      reinterpret_cast<cudaStream_t>(stream));
+  const auto s = reinterpret_cast<cudaStream_t>(stream);
+  if (plan.path == audio::AudioPath::kPersistentF16) {
+    return audio::launch_qkv_f16_persistent(gemm_params(c, t), plan, f16, /*weights_prepared=*/true,
+                                            ws.gemm_workspace, detail::kGemmWorkspaceBytes, handle->next_epoch(), s);
+  }
+  return audio::launch_qkv_f16_splitk(gemm_params(c, t), plan, f16, /*weights_prepared=*/true, s);
 }
 
 }  // namespace gk

@@ -122,23 +122,24 @@ Status prepare_tf32x3_parts(const float* src, float* dst, int64_t elems, int sms
   return prepare_float4_pass<Tf32x3Parts>("3xTF32 parts launch", &src, 1, dst, elems, sms, out);
 }
 
-Status prepare_f16_rows(const float* const* src, int count, int64_t rows, int k, uint16_t* dst, uint16_t* dst_lo,
-                        int32_t* exps, detail::KernelLaunch* out) {
-  const int64_t blocks = (count * rows + kF16RowsWarps - 1) / kF16RowsWarps;
-  if (count < 1 || count > 3 || k % 4 != 0 || blocks > INT32_MAX) {
+Status prepare_f16_rows(const F16Matrix* mats, int count, int k, detail::KernelLaunch* out) {
+  F16RowsParams p{};
+  int64_t rows = 0;
+  bool two_terms = count > 0 && mats[0].lo != nullptr, ok = count >= 1 && count <= kMaxF16Matrices && k % 4 == 0;
+  for (int i = 0; ok && i < count; ++i) {
+    p.mat[i] = mats[i];
+    rows += mats[i].rows;
+    ok = mats[i].rows >= 0 && (mats[i].lo != nullptr) == two_terms;
+  }
+  const int64_t blocks = (rows + kF16RowsWarps - 1) / kF16RowsWarps;
+  if (!ok || blocks < 1 || blocks > INT32_MAX) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: an fp16 operand pass the kernel cannot take", kOp);
   }
-  F16RowsParams p{};
-  for (int i = 0; i < count; ++i) p.src[i] = src[i];
   p.count = count;
-  p.rows = rows;
   p.k = k;
-  p.hi = dst;
-  p.lo = dst_lo;
-  p.exps = exps;
   const detail::LaunchShape shape{dim3(static_cast<unsigned>(blocks)), kF16RowsWarps * 32};
-  *out = dst_lo != nullptr ? detail::KernelLaunch("fp16 operand pass launch", f16_rows_kernel<true>, shape, p)
-                           : detail::KernelLaunch("fp16 operand pass launch", f16_rows_kernel<false>, shape, p);
+  *out = two_terms ? detail::KernelLaunch("fp16 operand pass launch", f16_rows_kernel<true>, shape, p)
+                   : detail::KernelLaunch("fp16 operand pass launch", f16_rows_kernel<false>, shape, p);
   return Status::Ok();
 }
 

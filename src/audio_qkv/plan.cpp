@@ -18,6 +18,7 @@ constexpr bool kVRegistersNeedSplit = true;
 // The exact mode's prepared activations at most this many floats (256 MiB).
 constexpr int64_t kMaxExactScratchFloats = int64_t(64) << 20;
 using Tiling = head_gemm::Tf32Tiling;
+using F16Tiling = head_gemm::F16Tiling;
 
 // The split-K kernels' output tiles: one head of q, k or v per 128 rows.
 int64_t splitk_tiles(int64_t rows, int64_t heads) { return (rows + kBM - 1) / kBM * 3 * heads; }
@@ -61,15 +62,30 @@ bool f16_fits(int64_t rows, int64_t hidden, int terms) {
   return rows <= (int64_t(256) << 20) / (2 * terms * hidden);
 }
 
-AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, const detail::DeviceInfo& dev) {
+AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, int terms, bool persistent,
+                         const detail::DeviceInfo& dev, size_t sk_scratch_bytes) {
   AudioPlan p;
-  p.path = AudioPath::kSplitkF16;
   p.sms = dev.sms;
+  const head_gemm::Operands shape = persistent_shape(rows, hidden, heads);
+  if (persistent && terms == 1 && head_gemm::shape_supported<F16Tiling>(shape) && dev.head_gemm_f16_clusters >= 1) {
+    p.path = AudioPath::kPersistentF16;
+    p.grid = head_gemm::plan_grid(static_cast<int>(head_gemm::units_of<F16Tiling>(shape)),
+                                  static_cast<int>(hidden / F16Tiling::kBK), dev.head_gemm_f16_clusters,
+                                  sk_scratch_bytes);
+    p.chosen.audio_tf32 = 4;
+    p.chosen.audio_stream_k = p.grid.sk.run > 0 ? 0 : 1;
+    return p;
+  }
+  p.path = AudioPath::kSplitkF16;
   // Its residency is at least the tf32 kernel's (the same shared memory, fewer threads).
   p.split = detail::choose_splitk(dev.sms, dev.audio_tf32_clusters, splitk_tiles(rows, heads),
                                   static_cast<int>(hidden / kF16BK), {4, 2}, /*even_k=*/true);
   p.chosen.audio_tf32 = 3;
   return p;
+}
+
+bool f16_persistent_pays(int64_t rows, int64_t heads, const detail::DeviceInfo& dev) {
+  return splitk_tiles(rows, heads) > dev.sms;
 }
 
 Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const detail::Overrides& ov, bool capturing,
@@ -80,7 +96,7 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
   const bool splitk_ok = splitk_supported(rows, c.hidden, c.num_heads);
   if (c.precision == GK_PRECISION_EXACT) {
     if (ov.audio_exact == 2 && splitk_ok && c.hidden % kF16BK == 0 && f16_fits(rows, c.hidden, 2)) {
-      p = plan_audio_f16(rows, c.hidden, c.num_heads, dev);
+      p = plan_audio_f16(rows, c.hidden, c.num_heads, 2, /*persistent=*/false, dev, 0);
       p.chosen.audio_tf32 = detail::kAuto;
       p.chosen.audio_exact = 2;
       *plan = p;
@@ -102,8 +118,12 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
   const bool one_wave = splitk_tiles(rows, c.num_heads) <= dev.sms;
   if (ov.audio_tf32 == 0) {
     if (splitk_ok) p.path = AudioPath::kSplitkTf32;
-  } else if (ov.audio_tf32 == 3) {
-    if (splitk_ok && c.hidden % kF16BK == 0 && f16_fits(rows, c.hidden, 1)) p.path = AudioPath::kSplitkF16;
+  } else if (ov.audio_tf32 == 3 || ov.audio_tf32 == 4) {
+    if (splitk_ok && c.hidden % kF16BK == 0 && f16_fits(rows, c.hidden, 1)) {
+      const size_t sk_bytes = ov.audio_stream_k == 1 ? 0 : sk_scratch_bytes;
+      *plan = plan_audio_f16(rows, c.hidden, c.num_heads, 1, ov.audio_tf32 == 4, dev, sk_bytes);
+      return Status::Ok();
+    }
   } else if (ov.audio_tf32 == 1) {
     if (persistent_ok) p.path = AudioPath::kPersistentTf32;
   } else if (ov.audio_tf32 == detail::kAuto) {
@@ -124,8 +144,6 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
     const bool wanted =
         ov.audio_v_weights == detail::kAuto ? (!kVRegistersNeedSplit || p.split > 1) : ov.audio_v_weights == 1;
     p.v_registers = wanted && p.activations_prepass && (c.hidden / kBK / p.split) % 2 == 0;
-  } else if (p.path == AudioPath::kSplitkF16) {
-    p.split = plan_audio_f16(rows, c.hidden, c.num_heads, dev).split;
   } else if (p.path == AudioPath::kPersistentTf32) {
     const int resident = dev.head_gemm_clusters;
     const size_t sk_bytes = ov.audio_stream_k == 1 ? 0 : sk_scratch_bytes;

@@ -4,9 +4,9 @@
 //   kTerms = 1, the tf32 mode: each element tf32-rounded as fp16 bits. fp16 has tf32's 10-bit mantissa, so each
 //     product is the one the tf32 mode forms (except for elements more than 2^28 below their row's maximum), at
 //     twice the tf32 rate.
-//   kTerms = 2, the exact mode: each element as hi + lo * 2^-11 (22 of its 24 bits); three products, hi*hi into
-//     one accumulator and hi*lo + lo*hi into another, joined as big + small * 2^-11 at the end (Ootomo & Yokota's
-//     form: the small terms kept apart from the big ones' rounding), at 3/2 of the tf32 rate's time.
+//   kTerms = 2, the exact mode: each element as hi + lo * 2^-11 (22 of its 24 bits); three products, hi*hi summed
+//     per K-block, then hi*lo + lo*hi, each sum added into the fp32 accumulator (the small one times 2^-11) with
+//     rounding to nearest (Ootomo & Yokota's form: the small terms kept apart from the big ones' rounding).
 // The epilogue divides each sum by its row's and column's powers of two before the norm (store_qkv_tile<kUnscale>).
 //
 // No rounding warps: 9 warps, warpgroups 0 and 1 consume 64 rows each with wgmma.m64n128k16.f16 straight off the TMA
@@ -102,44 +102,57 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms>::kThreads, 1)
 
   // ---------------- consumers ----------------
   const int wg = threadIdx.x / 128;
-  float acc[16][4], small[kTerms == 2 ? 16 : 1][4];
+  float acc[16][4];
 #pragma unroll
   for (int j = 0; j < 16; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
-  if constexpr (kTerms == 2) {
+  // 16 fp16 = 32 bytes along the swizzled row; this warpgroup's 64 rows start 64 * 128 bytes in.
+  const auto a = [&](int s, int t, int kk) {
+    return device::smem_desc_sw128(tile(s, t) + wg * 64 * 128 + kk * 32, 16, 1024);
+  };
+  const auto b = [&](int s, int t, int kk) { return device::smem_desc_sw128(tile(s, t) + kk * 32, 16, 1024); };
+  // Two terms: each K-block's products summed apart in `block` (the hi products, then the small ones) and added
+  // into acc in fp32, rounding to nearest, so that the tensor cores' own accumulation (which does not round to
+  // nearest) spans one K-block's products, not K: over K it left the error at 2-4x fp32 SGEMM's (docs/perf-log.md
+  // v35). Each sum is needed before the next, so this form waits for each group (the other warpgroup's fill the
+  // gap); acc and block are the registers there are (a third 64 x 128 accumulator spilled).
+  float block[kTerms == 2 ? 16 : 1][4];
+  const auto add_block = [&](float scale) {
+    device::wgmma_commit();
+    device::wgmma_wait<0>();
+    device::fence_accumulators(block);
 #pragma unroll
-    for (int j = 0; j < 16; ++j) small[j][0] = small[j][1] = small[j][2] = small[j][3] = 0.f;
-  }
+    for (int j = 0; j < 16; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[j][e] = fmaf(block[j][e], scale, acc[j][e]);
+    }
+  };
   for (int i = 0; i < p.k_blocks; ++i) {
     const int s = pipe.stage(i);
     device::mbar_wait(pipe.full(s), pipe.parity(i));
     device::wgmma_fence();
+    if constexpr (kTerms == 2) {
 #pragma unroll
-    for (int kk = 0; kk < Tr::kBK / 16; ++kk) {
-      // 16 fp16 = 32 bytes along the swizzled row; this warpgroup's 64 rows start 64 * 128 bytes in.
-      const auto a = [&](int t) { return device::smem_desc_sw128(tile(s, t) + wg * 64 * 128 + kk * 32, 16, 1024); };
-      const auto b = [&](int t) { return device::smem_desc_sw128(tile(s, t) + kk * 32, 16, 1024); };
-      device::wgmma_m64n128k16_f16_ss(acc, a(0), b(1), 1);
-      if constexpr (kTerms == 2) {
-        device::wgmma_m64n128k16_f16_ss(small, a(0), b(3), 1);
-        device::wgmma_m64n128k16_f16_ss(small, a(2), b(1), 1);
+      for (int kk = 0; kk < Tr::kBK / 16; ++kk) device::wgmma_m64n128k16_f16_ss(block, a(s, 0, kk), b(s, 1, kk), kk);
+      add_block(1.f);
+      device::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < Tr::kBK / 16; ++kk) {
+        device::wgmma_m64n128k16_f16_ss(block, a(s, 0, kk), b(s, 3, kk), kk);  // hi * lo
+        device::wgmma_m64n128k16_f16_ss(block, a(s, 2, kk), b(s, 1, kk), 1);   // lo * hi
       }
+      add_block(1.f / 2048.f);
+      if (lane == 0) pipe.consumer_release(i);
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < Tr::kBK / 16; ++kk) device::wgmma_m64n128k16_f16_ss(acc, a(s, 0, kk), b(s, 1, kk), 1);
+      device::wgmma_commit();
+      device::wgmma_wait<1>();
+      device::fence_accumulators(acc);
+      if (i > 0 && lane == 0) pipe.consumer_release(i - 1);
     }
-    device::wgmma_commit();
-    device::wgmma_wait<1>();
-    device::fence_accumulators(acc);
-    if constexpr (kTerms == 2) device::fence_accumulators(small);
-    if (i > 0 && lane == 0) pipe.consumer_release(i - 1);
   }
   device::wgmma_wait<0>();
   device::fence_accumulators(acc);
-  if constexpr (kTerms == 2) {
-    device::fence_accumulators(small);
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[j][e] = fmaf(small[j][e], 1.f / 2048.f, acc[j][e]);
-    }
-  }
   // The epilogue reads the passes' exponents with ordinary loads: the grid dependency is this thread's own to wait
   // for (long met by now: the stages it consumed came after the TMA warp's wait).
   device::grid_dependency_wait();

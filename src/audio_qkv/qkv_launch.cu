@@ -7,7 +7,6 @@
 #include "audio_qkv/launchers.hpp"
 #include "audio_qkv/plan.hpp"
 #include "audio_qkv/qkv_head_epilogue.cuh"
-#include "audio_qkv/qkv_f16_splitk_sm90.cuh"
 #include "audio_qkv/qkv_tf32_splitk_sm90.cuh"
 #include "audio_qkv/qkv_tf32x3_splitk_sm90.cuh"
 #include "common/cuda_check.hpp"
@@ -131,58 +130,6 @@ Status launch_splitk_prepared(const QkvGemmParams& params, const AudioPlan& plan
 
 }  // namespace
 
-Status launch_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan, const F16Operands& f16,
-                             bool weights_prepared, cudaStream_t stream) {
-  using Tr = QkvF16Traits<1>;  // the tile and K-block both forms share
-  QkvGemmParams p = params;
-  const int split = plan.split, terms = f16.terms;
-  const int64_t n = int64_t(p.heads) * Tr::kBN, w_rows = 3 * n;
-  if (!splitk_supported(p.m, p.k_dim, p.heads) || p.k_dim % Tr::kBK != 0 || (split != 1 && split != 2 && split != 4) ||
-      (p.k_dim / Tr::kBK) % split != 0 || (terms != 1 && terms != 2)) {
-    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: M = %d, hidden %d, K split %d outside the fp16 kernel", kOp,
-                         p.m, p.k_dim, split);
-  }
-  p.k_blocks = p.k_dim / Tr::kBK / split;
-  p.a_exps = f16.a_exps;
-  p.w_exps = f16.w_exps;
-  detail::KernelLaunch a_pass, w_pass, gemm;
-  const float* a_src[1] = {params.hidden};
-  const float* w_src[3] = {params.wq, params.wk, params.wv};
-  const int64_t a_elems = int64_t(p.m) * p.k_dim, w_elems = w_rows * p.k_dim;
-  GK_RETURN_IF_ERROR(prepare_f16_rows(a_src, 1, p.m, p.k_dim, f16.a, terms == 2 ? f16.a + a_elems : nullptr,
-                                      f16.a_exps, &a_pass));
-  if (!weights_prepared) {
-    GK_RETURN_IF_ERROR(prepare_f16_rows(w_src, 3, n, p.k_dim, f16.w, terms == 2 ? f16.w + w_elems : nullptr,
-                                        f16.w_exps, &w_pass));
-  }
-  // [rows, K] fp16 in 64-column x 128-row boxes; rows past the end read as zeros.
-  const uint64_t k = uint64_t(p.k_dim), stride[1] = {k * 2};
-  const uint32_t box[2] = {Tr::kBK, Tr::kBM};
-  const uint64_t a_dims[2] = {k, uint64_t(terms) * p.m}, w_dims[2] = {k, uint64_t(terms * w_rows)};
-  constexpr auto kF16 = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  CUtensorMap a_map, w_map;
-  GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &a_map, kF16, 2, f16.a, a_dims, stride, box));
-  GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &w_map, kF16, 2, f16.w, w_dims, stride, box));
-  const int64_t m_tiles = (int64_t(p.m) + Tr::kBM - 1) / Tr::kBM;
-  const dim3 grid(static_cast<unsigned>(3 * p.heads), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
-  const char* what = "fp16 QKV kernel launch";
-  const auto make = [&](auto kernel, size_t smem) {
-    const detail::LaunchShape shape{grid, Tr::kThreads, smem, split > 1, /*programmatic=*/true};
-    gemm = detail::KernelLaunch(what, kernel, shape, a_map, w_map, p);
-  };
-  if (terms == 1) {
-    split > 1 ? make(audio_qkv_f16_kernel<1, true>, QkvF16Traits<1>::kSmemBytes)
-              : make(audio_qkv_f16_kernel<1, false>, QkvF16Traits<1>::kSmemBytes);
-  } else {
-    split > 1 ? make(audio_qkv_f16_kernel<2, true>, QkvF16Traits<2>::kSmemBytes)
-              : make(audio_qkv_f16_kernel<2, false>, QkvF16Traits<2>::kSmemBytes);
-  }
-  // The GEMM is the programmatic dependent of the last pass issued.
-  GK_RETURN_IF_ERROR(a_pass.issue(kOp, stream));
-  if (!weights_prepared) GK_RETURN_IF_ERROR(w_pass.issue(kOp, stream));
-  return gemm.issue(kOp, stream);
-}
-
 Status prepare_audio_kernels(detail::DeviceInfo* dev) {
   // The forms without a K split and the tf32 kernel without rounding warps (the others get theirs from the
   // residency queries).
@@ -191,10 +138,7 @@ Status prepare_audio_kernels(detail::DeviceInfo* dev) {
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_gemm_kernel<true, false>), QkvGemmTraits::kSmemBytes));
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_gemm_kernel<false, false>), QkvGemmTraits::kSmemBytes));
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(Tf32x3Kernel<false>::get()), Qkv3xTf32Traits::kSmemBytes));
-  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<1, false>), QkvF16Traits<1>::kSmemBytes));
-  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<1, true>), QkvF16Traits<1>::kSmemBytes));
-  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<2, false>), QkvF16Traits<2>::kSmemBytes));
-  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<2, true>), QkvF16Traits<2>::kSmemBytes));
+  GK_RETURN_IF_ERROR(prepare_f16_kernels(dev));
   for (int s = 2; s <= 4; s += 2) {
     GK_RETURN_IF_ERROR(detail::max_active_clusters(kOp, reinterpret_cast<const void*>(Tf32Kernel<true>::get()),
                                                    QkvGemmTraits::kThreads, QkvGemmTraits::kSmemBytes, s,

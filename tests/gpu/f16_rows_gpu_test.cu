@@ -18,23 +18,29 @@
 
 namespace {
 
+using gk::audio::F16Matrix;
 using gk::audio::F16RowsParams;
 
+// One launch over matrices of rows[i] x k floats (laid out one after another), as the operator's pass takes the
+// activations and three weights of different row counts.
 template <bool kTwoTerms>
-void check(int count, int64_t rows, int k) {
-  const int64_t total = count * rows;
-  const std::vector<float> host = gk_testkit::f16_adversarial_rows(total, k, static_cast<uint32_t>(1000 * count + k));
+void check(const std::vector<int64_t>& rows, int k) {
+  int64_t total = 0;
+  for (const int64_t r : rows) total += r;
+  const std::vector<float> host =
+      gk_testkit::f16_adversarial_rows(total, k, static_cast<uint32_t>(1000 * rows.size() + k));
   const size_t elems = size_t(total) * k;
   gk_testkit::DeviceBuffer src(elems * 4), hi(elems * 2), lo(elems * 2), exps(size_t(total) * 4);
   ASSERT_EQ(cudaMemcpy(src.get(), host.data(), elems * 4, cudaMemcpyHostToDevice), cudaSuccess);
   F16RowsParams p{};
-  for (int m = 0; m < count; ++m) p.src[m] = src.as<float>() + m * rows * k;
-  p.count = count;
-  p.rows = rows;
+  int64_t row0 = 0;
+  for (size_t m = 0; m < rows.size(); ++m) {
+    p.mat[m] = F16Matrix{src.as<float>() + row0 * k, rows[m], hi.as<uint16_t>() + row0 * k,
+                         kTwoTerms ? lo.as<uint16_t>() + row0 * k : nullptr, exps.as<int32_t>() + row0};
+    row0 += rows[m];
+  }
+  p.count = static_cast<int>(rows.size());
   p.k = k;
-  p.hi = hi.as<uint16_t>();
-  p.lo = kTwoTerms ? lo.as<uint16_t>() : nullptr;
-  p.exps = exps.as<int32_t>();
   const unsigned blocks = static_cast<unsigned>((total + gk::audio::kF16RowsWarps - 1) / gk::audio::kF16RowsWarps);
   gk::audio::f16_rows_kernel<kTwoTerms><<<blocks, gk::audio::kF16RowsWarps * 32>>>(p);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -71,14 +77,17 @@ void check(int count, int64_t rows, int k) {
 
 class F16RowsPass : public gk_test::GpuTest {};
 
+// Rows held in registers (k <= 1024, whole and partial lanes), and rows of 2048 taking the second sweep.
 TEST_F(F16RowsPass, OneTermMatchesTf32RoundingBitForBit) {
-  check<false>(3, 96, 1024);
-  check<false>(1, 131, 36);
+  check<false>({131, 96, 96, 96}, 1024);
+  check<false>({131}, 36);
+  check<false>({5, 40}, 2048);
 }
 
 TEST_F(F16RowsPass, TwoTermsMatchTheReferenceBitForBit) {
-  check<true>(3, 96, 1024);
-  check<true>(1, 131, 36);
+  check<true>({131, 96, 96, 96}, 1024);
+  check<true>({131}, 36);
+  check<true>({5, 40}, 2048);
 }
 
 }  // namespace

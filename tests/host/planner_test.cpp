@@ -27,6 +27,7 @@ DeviceInfo hopper() {
   d.audio_tf32_clusters[2] = d.audio_tf32x3_clusters[2] = 66;
   d.audio_tf32_clusters[4] = d.audio_tf32x3_clusters[4] = 30;
   d.head_gemm_clusters = 66;
+  d.head_gemm_f16_clusters = 66;
   for (int u = 0; u < 2; ++u) {
     d.skinny_proj_blocks_per_sm[u] = 2;
     for (int s = 2; s <= gk::detail::kMaxClusterSplit; ++s) d.skinny_proj_clusters[u][s] = 240 / s;
@@ -254,6 +255,29 @@ TEST(AudioPlanner, Fp16PinsTakeTheFp16PathWithinTheBound) {
                   std::string::npos);
       }
     }
+  }
+}
+
+// audio.tf32=f16_persistent: the persistent grid on fp16 operands, stream-K where the workspace and the pin allow,
+// printed as pinned; the exact mode keeps its own path.
+TEST(AudioPlanner, Fp16PersistentPinTakesThePersistentGrid) {
+  for (const int64_t rows : {int64_t(128), int64_t(4096), int64_t(8192)}) {
+    const gk_audio_qkv_config c{1, rows, 1024, 8, 128, 1e-6f, GK_PRECISION_TF32};
+    for (const bool sk_off : {false, true}) {
+      gk::audio::AudioPlan p;
+      const char* pin = sk_off ? "audio.tf32=f16_persistent,audio.stream_k=off" : "audio.tf32=f16_persistent";
+      ASSERT_TRUE(gk::audio::plan_audio(c, hopper(), pins(pin), false, size_t(32) << 20, &p).ok());
+      EXPECT_EQ(p.path, gk::audio::AudioPath::kPersistentF16) << rows;
+      EXPECT_GE(p.grid.clusters, 1);
+      if (sk_off) EXPECT_EQ(p.grid.sk.run, 0);
+      const std::string printed = gk::detail::format_overrides(p.chosen);
+      EXPECT_NE(printed.find("audio.tf32=f16_persistent"), std::string::npos) << printed;
+    }
+    gk_audio_qkv_config e = c;
+    e.precision = GK_PRECISION_EXACT;
+    gk::audio::AudioPlan p;
+    ASSERT_TRUE(gk::audio::plan_audio(e, hopper(), pins("audio.tf32=f16_persistent"), false, 0, &p).ok());
+    EXPECT_NE(p.path, gk::audio::AudioPath::kPersistentF16);
   }
 }
 
