@@ -30,7 +30,12 @@ void plan_splitk(const AudioQkvConfig& c, const int (&resident)[detail::kMaxClus
   const int64_t tiles = splitk_tiles(rows, c.num_heads);
   const int k_blocks = static_cast<int>(c.hidden / kBK);
   p->split = detail::choose_splitk(sms, resident, tiles, k_blocks, {4, 2}, /*even_k=*/true);
-  p->activations_prepass = ov.audio_activations != 1 && a_parts * rows * c.hidden <= scratch_floats;
+  // tf32: the kernel rounds the activations in shared memory unless pinned - one launch a call, which NVIDIA's
+  // harness times 2-7 µs faster on the smallest rows than a pass and its dependent (the gap between the two
+  // launches, slowed by API tracing, is counted there), at 0-3 µs of kernel time (docs/perf-log.md v36). Exact: the
+  // pass (its split parts cost the kernel far more in shared memory, v10.6).
+  const bool prepass = ov.audio_activations == detail::kAuto ? a_parts == 2 : ov.audio_activations == 0;
+  p->activations_prepass = prepass && a_parts * rows * c.hidden <= scratch_floats;
 }
 
 }  // namespace

@@ -210,8 +210,9 @@ TEST(AudioPlanner, SuiteDispatch) {
     const int64_t tiles = (rows + 127) / 128 * 24;
     if (tiles <= 132) {
       EXPECT_EQ(p.path, AudioPath::kSplitkTf32);
-      EXPECT_TRUE(p.activations_prepass);
-      EXPECT_EQ(p.v_registers, p.split > 1);
+      // One launch: the activations rounded in shared memory (v's weights then too: no register rounding).
+      EXPECT_FALSE(p.activations_prepass);
+      EXPECT_FALSE(p.v_registers);
     } else {
       EXPECT_EQ(p.path, AudioPath::kPersistentTf32);
       // Stream-K where the last round of whole units is at most 0.6 full: M = 2048 and 6184 in the suite.
@@ -230,6 +231,9 @@ TEST(AudioPlanner, PinsAndCapture) {
   EXPECT_EQ(audio_plan(1, 128, GK_PRECISION_TF32, pins("audio.tf32=persistent")).path, AudioPath::kPersistentTf32);
   EXPECT_EQ(audio_plan(2, 1024, GK_PRECISION_TF32, pins("audio.stream_k=off")).grid.sk.run, 0);
   EXPECT_FALSE(audio_plan(1, 128, GK_PRECISION_TF32, pins("audio.activations=smem")).activations_prepass);
+  const auto pass = audio_plan(1, 128, GK_PRECISION_TF32, pins("audio.activations=prepass"));
+  EXPECT_TRUE(pass.activations_prepass);
+  EXPECT_EQ(pass.v_registers, pass.split > 1);
   EXPECT_FALSE(audio_plan(1, 128, GK_PRECISION_TF32, pins("audio.v_weights=smem")).v_registers);
   EXPECT_EQ(audio_plan(1, 128, GK_PRECISION_EXACT, pins("audio.exact=cublas")).path, AudioPath::kCublas);
   // The kernel's own v rounding hands slices over under the call's epoch: never under capture.
