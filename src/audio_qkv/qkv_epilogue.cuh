@@ -50,6 +50,11 @@ __device__ __forceinline__ void store_group_pair16(float* row_j0, float2 v0, flo
   }
 }
 
+// fp16 operands: a sum scaled by 2^e divided back by one multiply, exact where the result is a normal float; for
+// |row exponent|, |column exponent| <= 63 (unscale_fast_ok on both), whose sum's power of two is a normal float.
+__device__ __forceinline__ bool unscale_fast_ok(int e) { return static_cast<unsigned>(e + 63) <= 126u; }
+__device__ __forceinline__ float unscale_fast(float acc, int e) { return acc * f16::pow2(-e); }
+
 struct QkvTile {
   static constexpr int kRows = 128, kCols = 128;
   static constexpr int kConsumerWarps = 8;
@@ -118,16 +123,30 @@ __device__ __forceinline__ void store_qkv_tile(float (&acc)[16][4], const QkvGem
   const int32_t* w_exps = kUnscale ? p.w_exps + which * n_out + head * QkvTile::kCols : nullptr;
   if constexpr (!kClusterSplit) {
     if constexpr (kUnscale) {  // (never transposed: the fp16 kernel has no transposed tile)
+      const int r0 = m0 + acc_row0;
+      const int ra[2] = {r0 < p.m ? p.a_exps[r0] : 0, r0 + 8 < p.m ? p.a_exps[r0 + 8] : 0};
+      // One multiply an element where all of the thread's exponents allow it (unscale_fast_ok), else ldexp's steps.
+      bool fast = unscale_fast_ok(ra[0]) && unscale_fast_ok(ra[1]);
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = m0 + acc_row0 + 8 * h;
-        const int ra = row < p.m ? p.a_exps[row] : 0;
+      for (int j = 0; j < 16; ++j) {
+        const int2 wc = *reinterpret_cast<const int2*>(w_exps + 8 * j + 2 * t4);
+        fast = fast && unscale_fast_ok(wc.x) && unscale_fast_ok(wc.y);
+      }
+      const auto unscale_all = [&](auto unscale) {
 #pragma unroll
         for (int j = 0; j < 16; ++j) {
           const int2 wc = *reinterpret_cast<const int2*>(w_exps + 8 * j + 2 * t4);
-          acc[j][2 * h] = f16::unscale(acc[j][2 * h], ra + wc.x);
-          acc[j][2 * h + 1] = f16::unscale(acc[j][2 * h + 1], ra + wc.y);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            acc[j][2 * h] = unscale(acc[j][2 * h], ra[h] + wc.x);
+            acc[j][2 * h + 1] = unscale(acc[j][2 * h + 1], ra[h] + wc.y);
+          }
         }
+      };
+      if (fast) {
+        unscale_all([](float x, int e) { return unscale_fast(x, e); });
+      } else {
+        unscale_all([](float x, int e) { return f16::unscale(x, e); });
       }
     }
     if (transposed) {

@@ -31,17 +31,32 @@ struct HeadQkvEpilogueT {
       // (the stages consumed came after the producer's wait), waited for here too before these plain loads.
       device::grid_dependency_wait();
       const int32_t* we = p.w_exps + t.seg * p.out_row_stride + t.head0 * 128 + 2 * t4;
+      const int ra[2] = {row0 < m ? p.a_exps[row0] : 0, row0 + 8 < m ? p.a_exps[row0 + 8] : 0};
+      // One multiply an element where every exponent of the thread's is within +-63 (the sums' powers of two normal
+      // floats); ldexp's steps otherwise (rows of extreme range). A call per element was most of this epilogue.
+      bool fast = unscale_fast_ok(ra[0]) && unscale_fast_ok(ra[1]);
 #pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        const int row = row0 + 8 * hr;
-        const int ra = row < m ? p.a_exps[row] : 0;
+      for (int j = 0; j < 32; ++j) {
+        if (j >= 16 * t.heads) break;  // uniform: past an odd segment's last head
+        const int2 wc = *reinterpret_cast<const int2*>(we + 8 * j);
+        fast = fast && unscale_fast_ok(wc.x) && unscale_fast_ok(wc.y);
+      }
+      const auto unscale_all = [&](auto unscale) {
 #pragma unroll
         for (int j = 0; j < 32; ++j) {
-          if (j >= 16 * t.heads) break;  // uniform: past an odd segment's last head
+          if (j >= 16 * t.heads) break;
           const int2 wc = *reinterpret_cast<const int2*>(we + 8 * j);
-          acc[j][2 * hr] = f16::unscale(acc[j][2 * hr], ra + wc.x);
-          acc[j][2 * hr + 1] = f16::unscale(acc[j][2 * hr + 1], ra + wc.y);
+#pragma unroll
+          for (int hr = 0; hr < 2; ++hr) {
+            acc[j][2 * hr] = unscale(acc[j][2 * hr], ra[hr] + wc.x);
+            acc[j][2 * hr + 1] = unscale(acc[j][2 * hr + 1], ra[hr] + wc.y);
+          }
         }
+      };
+      if (fast) {
+        unscale_all([](float x, int e) { return unscale_fast(x, e); });
+      } else {
+        unscale_all([](float x, int e) { return f16::unscale(x, e); });
       }
     }
     const float* nw = t.seg == 0 ? p.norm[0] : (t.seg == 1 ? p.norm[1] : p.norm[2]);
