@@ -60,11 +60,6 @@ struct F16Operands {
 // `weights_prepared`: f16.w and f16.w_exps already hold the weights' operands (gk_audio_qkv_prepare): no weight pass.
 Status launch_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan, const F16Operands& f16,
                              bool weights_prepared, cudaStream_t stream);
-// The same operands on the persistent head GEMM (F16Config, head_gemm_sm90.cuh) with the unscaling epilogue; its
-// stream-K state in `sk_scratch` as the tf32 persistent path's.
-Status launch_qkv_f16_persistent(const QkvGemmParams& params, const AudioPlan& plan, const F16Operands& f16,
-                                 bool weights_prepared, void* sk_scratch, size_t sk_scratch_bytes, uint64_t epoch,
-                                 cudaStream_t stream);
 // The pass's launch: each of `count` (1..4) matrices of rows x k floats to fp16 bits with its rows' scale
 // exponents (all with lo terms, the exact mode, or none).
 Status prepare_f16_rows(const F16Matrix* mats, int count, int k, detail::KernelLaunch* out);

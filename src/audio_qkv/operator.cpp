@@ -235,9 +235,6 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
         return audio::launch_qkv_tf32_splitk(p, plan, ws.rounded, ws.rounded_floats, stream);
       case audio::AudioPath::kSplitkF16:
         return audio::launch_qkv_f16_splitk(p, plan, ws.f16, /*weights_prepared=*/false, stream);
-      case audio::AudioPath::kPersistentF16:
-        return audio::launch_qkv_f16_persistent(p, plan, ws.f16, /*weights_prepared=*/false, ws.gemm_workspace,
-                                                detail::kGemmWorkspaceBytes, handle->next_epoch(), stream);
       default:
         return audio::launch_qkv_tf32x3_splitk(p, plan, ws.split_a, ws.split_floats, stream);
     }
@@ -335,18 +332,9 @@ Status audio_qkv_forward_prepared(gk_handle_t handle, const AudioQkvConfig& c, c
   }
   const Layout ws = carve(c, workspace);
   const PreparedLayout pl = prepared_layout(c, prepared.data);
-  const detail::DeviceInfo& dev = handle->device_info;
-  // The handle's pins choose the grid here too (audio.tf32=f16: split-K, =f16_persistent: persistent).
-  const int8_t pin = handle->overrides.audio_tf32;
-  const bool persistent = pin == 4 || (pin != 3 && audio::f16_persistent_pays(rows, c.num_heads, dev));
-  const size_t sk_bytes = handle->overrides.audio_stream_k == 1 ? 0 : detail::kGemmWorkspaceBytes;
-  const audio::AudioPlan plan = audio::plan_audio_f16(rows, c.hidden, c.num_heads, 1, persistent, dev, sk_bytes);
+  const audio::AudioPlan plan = audio::plan_audio_f16(rows, c.hidden, c.num_heads, 1, handle->device_info);
   const audio::F16Operands f16{1, ws.f16.a, pl.w, ws.f16.a_exps, pl.exps};
   const auto s = reinterpret_cast<cudaStream_t>(stream);
-  if (plan.path == audio::AudioPath::kPersistentF16) {
-    return audio::launch_qkv_f16_persistent(gemm_params(c, t), plan, f16, /*weights_prepared=*/true,
-                                            ws.gemm_workspace, detail::kGemmWorkspaceBytes, handle->next_epoch(), s);
-  }
   return audio::launch_qkv_f16_splitk(gemm_params(c, t), plan, f16, /*weights_prepared=*/true, s);
 }
 

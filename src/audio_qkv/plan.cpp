@@ -13,12 +13,17 @@ constexpr int64_t kMaxRowTiles = 65535;  // the split-K kernels' grid.y
 // The persistent kernel's time goes by rounds of clusters and cuBLASLt's by rows: at two or more rounds cuBLASLt's
 // smaller tiles win below this fill of the last round (v13).
 constexpr double kPersistentMinFill = 0.7;
+// fp16 operands (an operand pass, then the split-K grid: qkv_f16_splitk_sm90.cuh) from these rows on (v37, H100):
+// tf32 mode, M = 6184 / 8192 117.0 / 147.7 us against 130.4 / 153.9 on the persistent kernel, M = 4096 0.8-1.1 us
+// slower; exact mode (two terms), every suite row past (1, 128) (e.g. 8192: 314 against 587 us), (1, 128) 25.0
+// against 21.7 (the pass's fixed cost).
+constexpr int64_t kTf32F16MinRows = 6144;
+constexpr int64_t kExactF16MinRows = 129;
 // v's CTAs round their weights in registers only with a K split (v19).
 constexpr bool kVRegistersNeedSplit = true;
 // The exact mode's prepared activations at most this many floats (256 MiB).
 constexpr int64_t kMaxExactScratchFloats = int64_t(64) << 20;
 using Tiling = head_gemm::Tf32Tiling;
-using F16Tiling = head_gemm::F16Tiling;
 
 // The split-K kernels' output tiles: one head of q, k or v per 128 rows.
 int64_t splitk_tiles(int64_t rows, int64_t heads) { return (rows + kBM - 1) / kBM * 3 * heads; }
@@ -67,30 +72,16 @@ bool f16_fits(int64_t rows, int64_t hidden, int terms) {
   return rows <= (int64_t(256) << 20) / (2 * terms * hidden);
 }
 
-AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, int terms, bool persistent,
-                         const detail::DeviceInfo& dev, size_t sk_scratch_bytes) {
+AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, int terms, const detail::DeviceInfo& dev) {
   AudioPlan p;
-  p.sms = dev.sms;
-  const head_gemm::Operands shape = persistent_shape(rows, hidden, heads);
-  if (persistent && terms == 1 && head_gemm::shape_supported<F16Tiling>(shape) && dev.head_gemm_f16_clusters >= 1) {
-    p.path = AudioPath::kPersistentF16;
-    p.grid = head_gemm::plan_grid(static_cast<int>(head_gemm::units_of<F16Tiling>(shape)),
-                                  static_cast<int>(hidden / F16Tiling::kBK), dev.head_gemm_f16_clusters,
-                                  sk_scratch_bytes);
-    p.chosen.audio_tf32 = 4;
-    p.chosen.audio_stream_k = p.grid.sk.run > 0 ? 0 : 1;
-    return p;
-  }
   p.path = AudioPath::kSplitkF16;
+  p.sms = dev.sms;
   // Its residency is at least the tf32 kernel's (the same shared memory, fewer threads).
   p.split = detail::choose_splitk(dev.sms, dev.audio_tf32_clusters, splitk_tiles(rows, heads),
                                   static_cast<int>(hidden / kF16BK), {4, 2}, /*even_k=*/true);
-  p.chosen.audio_tf32 = 3;
+  p.chosen.audio_tf32 = terms == 1 ? 3 : detail::kAuto;
+  p.chosen.audio_exact = terms == 2 ? 2 : detail::kAuto;
   return p;
-}
-
-bool f16_persistent_pays(int64_t rows, int64_t heads, const detail::DeviceInfo& dev) {
-  return splitk_tiles(rows, heads) > dev.sms;
 }
 
 Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const detail::Overrides& ov, bool capturing,
@@ -100,11 +91,9 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
   const int64_t rows = c.batch * c.seq_len;
   const bool splitk_ok = splitk_supported(rows, c.hidden, c.num_heads);
   if (c.precision == GK_PRECISION_EXACT) {
-    if (ov.audio_exact == 2 && splitk_ok && c.hidden % kF16BK == 0 && f16_fits(rows, c.hidden, 2)) {
-      p = plan_audio_f16(rows, c.hidden, c.num_heads, 2, /*persistent=*/false, dev, 0);
-      p.chosen.audio_tf32 = detail::kAuto;
-      p.chosen.audio_exact = 2;
-      *plan = p;
+    const bool f16 = ov.audio_exact == detail::kAuto ? rows >= kExactF16MinRows : ov.audio_exact == 2;
+    if (f16 && splitk_ok && c.hidden % kF16BK == 0 && f16_fits(rows, c.hidden, 2)) {
+      *plan = plan_audio_f16(rows, c.hidden, c.num_heads, 2, dev);
       return Status::Ok();
     }
     if (splitk_ok && ov.audio_exact != 1) {
@@ -121,14 +110,13 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
   const bool persistent_ok = head_gemm::shape_supported<Tiling>(shape) && dev.head_gemm_clusters >= 1;
   const int64_t units = head_gemm::units_of<Tiling>(shape);
   const bool one_wave = splitk_tiles(rows, c.num_heads) <= dev.sms;
+  const bool f16 = ov.audio_tf32 == detail::kAuto ? rows >= kTf32F16MinRows : ov.audio_tf32 == 3;
+  if (f16 && splitk_ok && c.hidden % kF16BK == 0 && f16_fits(rows, c.hidden, 1)) {
+    *plan = plan_audio_f16(rows, c.hidden, c.num_heads, 1, dev);
+    return Status::Ok();
+  }
   if (ov.audio_tf32 == 0) {
     if (splitk_ok) p.path = AudioPath::kSplitkTf32;
-  } else if (ov.audio_tf32 == 3 || ov.audio_tf32 == 4) {
-    if (splitk_ok && c.hidden % kF16BK == 0 && f16_fits(rows, c.hidden, 1)) {
-      const size_t sk_bytes = ov.audio_stream_k == 1 ? 0 : sk_scratch_bytes;
-      *plan = plan_audio_f16(rows, c.hidden, c.num_heads, 1, ov.audio_tf32 == 4, dev, sk_bytes);
-      return Status::Ok();
-    }
   } else if (ov.audio_tf32 == 1) {
     if (persistent_ok) p.path = AudioPath::kPersistentTf32;
   } else if (ov.audio_tf32 == detail::kAuto) {

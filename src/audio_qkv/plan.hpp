@@ -20,7 +20,6 @@ enum class AudioPath {
   kSplitkTf32x3,    // the exact mode's split-K 3xTF32 kernel (qkv_tf32x3_splitk_sm90.cuh)
   kSplitkF16,       // fp16 tensor cores: an operand pass, then the split-K grid (qkv_f16_splitk_sm90.cuh); one fp16
                     // term in tf32 mode (tf32's rounding), two in exact mode
-  kPersistentF16,   // the tf32 mode's one fp16 term on the persistent head GEMM (head_gemm_sm90.cuh's F16Config)
 };
 
 struct AudioPlan {
@@ -58,13 +57,10 @@ inline constexpr int kF16BK = 64;
 // the exact mode's split activations): the workspace holds the fp16 operands only then, and the path runs only then.
 GK_INTERNAL_API bool f16_fits(int64_t rows, int64_t hidden, int terms);
 
-// The fp16 path's plan for a call of `rows` rows with `terms` fp16 terms: the persistent grid where asked and it
-// takes the call (one term), with stream-K in `sk_scratch_bytes` of workspace, else the split-K grid and its K split.
-// Prepared weights always take this path.
-GK_INTERNAL_API AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, int terms, bool persistent,
-                                         const detail::DeviceInfo& dev, size_t sk_scratch_bytes);
-// Whether the fp16 path's tiles outgrow one wave of the split-K grid (the persistent grid's side).
-GK_INTERNAL_API bool f16_persistent_pays(int64_t rows, int64_t heads, const detail::DeviceInfo& dev);
+// The fp16 path's plan for a call of `rows` rows with `terms` fp16 terms: the split-K grid's K split. Prepared weights
+// always take this path.
+GK_INTERNAL_API AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, int terms,
+                                         const detail::DeviceInfo& dev);
 // `capturing`: the stream is capturing a CUDA graph (the kernel's own v rounding hands slices over under the call's
 // epoch, which a replay repeats, so a pass rounds them there). `sk_scratch_bytes`: the workspace the persistent
 // kernel may use for stream-K's state and the v rounding's slots.

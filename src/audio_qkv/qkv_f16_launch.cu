@@ -1,17 +1,14 @@
 // Launch of the audio QKV projection on fp16 operands (issue 38): one pass makes the activations' and (unless
-// prepared) the weights' fp16 operands with their row exponents (f16_rows.cuh), then the GEMM runs as its
-// programmatic dependent - the split-K grid (qkv_f16_splitk_sm90.cuh, one or two terms) or, past one wave, the
-// persistent head GEMM (head_gemm_sm90.cuh's F16Config, one term) - each dividing the exponents back out.
+// prepared) the weights' fp16 operands with their row exponents (f16_rows.cuh), then the split-K grid
+// (qkv_f16_splitk_sm90.cuh, one or two terms) runs as its programmatic dependent, dividing the exponents back out.
 #include <cuda_runtime.h>
 
 #include "audio_qkv/launchers.hpp"
 #include "audio_qkv/plan.hpp"
 #include "audio_qkv/qkv_f16_splitk_sm90.cuh"
-#include "audio_qkv/qkv_head_epilogue.cuh"
 #include "common/cuda_check.hpp"
 #include "common/kernel_launch.hpp"
 #include "common/tensor_map.hpp"
-#include "projection/head_gemm/head_gemm_launch.cuh"
 
 namespace gk::audio {
 
@@ -77,48 +74,12 @@ Status launch_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan,
   return gemm.issue(kOp, stream);
 }
 
-Status launch_qkv_f16_persistent(const QkvGemmParams& p, const AudioPlan& plan, const F16Operands& f16,
-                                 bool weights_prepared, void* sk_scratch, size_t sk_scratch_bytes, uint64_t epoch,
-                                 cudaStream_t stream) {
-  if (f16.terms != 1) {
-    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: the persistent fp16 kernel takes one fp16 term", kOp);
-  }
-  HeadQkvF16Epilogue::Params ep{};
-  ep.out[0] = p.q;
-  ep.out[1] = p.k;
-  ep.out[2] = p.v;
-  ep.norm[0] = p.q_norm;
-  ep.norm[1] = p.k_norm;
-  ep.norm[2] = nullptr;
-  ep.out_row_stride = int64_t(p.heads) * kAudioHeadDim;
-  ep.eps = p.eps;
-  ep.a_exps = f16.a_exps;
-  ep.w_exps = f16.w_exps;
-  head_gemm::Operands o = persistent_shape(p.m, p.k_dim, p.heads);
-  o.a = f16.a;
-  for (int i = 0; i < 3; ++i) o.w[i] = f16.w + i * ep.out_row_stride * p.k_dim;
-  o.round_a_segments = 0;
-  if (plan.grid.sk.run > 0) {
-    o.sk_scratch = sk_scratch;
-    o.sk_scratch_bytes = sk_scratch_bytes;
-    o.sk_epoch = epoch;
-  }
-  detail::KernelLaunch pass, gemm;
-  F16Matrix mats[kMaxF16Matrices];
-  GK_RETURN_IF_ERROR(prepare_f16_rows(mats, f16_call_matrices(p, f16, weights_prepared, mats), p.k_dim, &pass));
-  GK_RETURN_IF_ERROR((head_gemm::prepare<head_gemm::F16Config, HeadQkvF16Epilogue>(kOp, o, plan.grid, ep,
-                                                                                 /*after_pdl_producer=*/true, &gemm)));
-  GK_RETURN_IF_ERROR(pass.issue(kOp, stream));
-  return gemm.issue(kOp, stream);
-}
-
 Status prepare_f16_kernels(detail::DeviceInfo* dev) {
   const auto opt_in = [](const void* kernel, size_t bytes) { return detail::set_smem_opt_in(kOp, kernel, bytes); };
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<1, false>), QkvF16Traits<1>::kSmemBytes));
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<1, true>), QkvF16Traits<1>::kSmemBytes));
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<2, false>), QkvF16Traits<2>::kSmemBytes));
-  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<2, true>), QkvF16Traits<2>::kSmemBytes));
-  return head_gemm::resident_clusters<head_gemm::F16Config, HeadQkvF16Epilogue>(kOp, &dev->head_gemm_f16_clusters);
+  return opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<2, true>), QkvF16Traits<2>::kSmemBytes);
 }
 
 }  // namespace gk::audio

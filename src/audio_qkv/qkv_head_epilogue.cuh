@@ -2,8 +2,7 @@
 // g and g + 8 of its warp's 16, columns 8j + 2t (+1) of two heads (j < 16: the first) of q, k or v. q and k get
 // the per-head RMSNorm with weight offset 0, x / sqrt(mean(x^2) + eps) * w, here as x times head_inv_rms_fast
 // (qkv_epilogue.cuh: rsqrtf); v is stored as computed. A row's sum of squares over a head is a quad reduction; the
-// stores go out 16 bytes per thread (store_group_pair16), two 32-byte sectors of a row per quad. kUnscale (fp16
-// operands scaled per row: f16_rows.cuh): each sum is first divided by its row's and its column's powers of two.
+// stores go out 16 bytes per thread (store_group_pair16), two 32-byte sectors of a row per quad.
 #pragma once
 
 #include "audio_qkv/qkv_epilogue.cuh"
@@ -11,54 +10,18 @@
 
 namespace gk::audio {
 
-template <bool kUnscale>
-struct HeadQkvEpilogueT {
+struct HeadQkvEpilogue {
   struct Params {
     float* out[3];          // q, k, v: [m, heads * 128] each
     const float* norm[3];   // q and k norm weights [128]; null for v
     int64_t out_row_stride;  // heads * 128
     float eps;
-    const int32_t* a_exps;  // kUnscale: each row's exponent [m]
-    const int32_t* w_exps;  // kUnscale: each weight row's [3 * heads * 128] (q's, k's, v's)
   };
 
   static __device__ __forceinline__ void store(float (&acc)[32][4], const Params& p, const head_gemm::Tile& t, int m,
                                                int cw, int warp, int lane) {
     const int g = lane >> 2, t4 = lane & 3;
     const int row0 = t.m0 + cw * 64 + warp * 16 + g;
-    if constexpr (kUnscale) {
-      // The exponents come from the operand pass this kernel follows as a programmatic dependent: long complete
-      // (the stages consumed came after the producer's wait), waited for here too before these plain loads.
-      device::grid_dependency_wait();
-      const int32_t* we = p.w_exps + t.seg * p.out_row_stride + t.head0 * 128 + 2 * t4;
-      const int ra[2] = {row0 < m ? p.a_exps[row0] : 0, row0 + 8 < m ? p.a_exps[row0 + 8] : 0};
-      // One multiply an element where every exponent of the thread's is within +-63 (the sums' powers of two normal
-      // floats); ldexp's steps otherwise (rows of extreme range). A call per element was most of this epilogue.
-      bool fast = unscale_fast_ok(ra[0]) && unscale_fast_ok(ra[1]);
-#pragma unroll
-      for (int j = 0; j < 32; ++j) {
-        if (j >= 16 * t.heads) break;  // uniform: past an odd segment's last head
-        const int2 wc = *reinterpret_cast<const int2*>(we + 8 * j);
-        fast = fast && unscale_fast_ok(wc.x) && unscale_fast_ok(wc.y);
-      }
-      const auto unscale_all = [&](auto unscale) {
-#pragma unroll
-        for (int j = 0; j < 32; ++j) {
-          if (j >= 16 * t.heads) break;
-          const int2 wc = *reinterpret_cast<const int2*>(we + 8 * j);
-#pragma unroll
-          for (int hr = 0; hr < 2; ++hr) {
-            acc[j][2 * hr] = unscale(acc[j][2 * hr], ra[hr] + wc.x);
-            acc[j][2 * hr + 1] = unscale(acc[j][2 * hr + 1], ra[hr] + wc.y);
-          }
-        }
-      };
-      if (fast) {
-        unscale_all([](float x, int e) { return unscale_fast(x, e); });
-      } else {
-        unscale_all([](float x, int e) { return f16::unscale(x, e); });
-      }
-    }
     const float* nw = t.seg == 0 ? p.norm[0] : (t.seg == 1 ? p.norm[1] : p.norm[2]);
     float* out = (t.seg == 0 ? p.out[0] : (t.seg == 1 ? p.out[1] : p.out[2])) + t.head0 * 128;
     if (nw != nullptr) {  // uniform per CTA
@@ -94,8 +57,5 @@ struct HeadQkvEpilogueT {
     }
   }
 };
-
-using HeadQkvEpilogue = HeadQkvEpilogueT<false>;
-using HeadQkvF16Epilogue = HeadQkvEpilogueT<true>;
 
 }  // namespace gk::audio

@@ -27,7 +27,6 @@ DeviceInfo hopper() {
   d.audio_tf32_clusters[2] = d.audio_tf32x3_clusters[2] = 66;
   d.audio_tf32_clusters[4] = d.audio_tf32x3_clusters[4] = 30;
   d.head_gemm_clusters = 66;
-  d.head_gemm_f16_clusters = 66;
   for (int u = 0; u < 2; ++u) {
     d.skinny_proj_blocks_per_sm[u] = 2;
     for (int s = 2; s <= gk::detail::kMaxClusterSplit; ++s) d.skinny_proj_clusters[u][s] = 240 / s;
@@ -208,7 +207,9 @@ TEST(AudioPlanner, SuiteDispatch) {
     SCOPED_TRACE("M=" + std::to_string(rows));
     const auto p = audio_plan(w.batch, w.seq_len, GK_PRECISION_TF32);
     const int64_t tiles = (rows + 127) / 128 * 24;
-    if (tiles <= 132) {
+    if (rows >= 6144) {
+      EXPECT_EQ(p.path, AudioPath::kSplitkF16);  // fp16 operands past 6144 rows
+    } else if (tiles <= 132) {
       EXPECT_EQ(p.path, AudioPath::kSplitkTf32);
       // One launch: the activations rounded in shared memory (v's weights then too: no register rounding).
       EXPECT_FALSE(p.activations_prepass);
@@ -219,8 +220,9 @@ TEST(AudioPlanner, SuiteDispatch) {
       EXPECT_EQ(p.grid.sk.run > 0, rows == 2048 || rows == 6184);
     }
     const auto e = audio_plan(w.batch, w.seq_len, GK_PRECISION_EXACT);
-    EXPECT_EQ(e.path, AudioPath::kSplitkTf32x3);
-    EXPECT_TRUE(e.activations_prepass);
+    // Two fp16 terms past 128 rows; 3xTF32 (activations by a pass) at (1, 128).
+    EXPECT_EQ(e.path, rows > 128 ? AudioPath::kSplitkF16 : AudioPath::kSplitkTf32x3);
+    if (rows <= 128) EXPECT_TRUE(e.activations_prepass);
   }
 }
 
@@ -237,9 +239,9 @@ TEST(AudioPlanner, PinsAndCapture) {
   EXPECT_FALSE(audio_plan(1, 128, GK_PRECISION_TF32, pins("audio.v_weights=smem")).v_registers);
   EXPECT_EQ(audio_plan(1, 128, GK_PRECISION_EXACT, pins("audio.exact=cublas")).path, AudioPath::kCublas);
   // The kernel's own v rounding hands slices over under the call's epoch: never under capture.
-  EXPECT_TRUE(audio_plan(1, 8192, GK_PRECISION_TF32, pins("audio.v_round=kernel")).v_round_in_kernel);
-  EXPECT_FALSE(audio_plan(1, 8192, GK_PRECISION_TF32, pins("audio.v_round=kernel"), true).v_round_in_kernel);
-  EXPECT_FALSE(audio_plan(1, 8192, GK_PRECISION_TF32, pins("audio.v_round=pass")).v_round_in_kernel);
+  EXPECT_TRUE(audio_plan(1, 8192, GK_PRECISION_TF32, pins("audio.tf32=persistent,audio.v_round=kernel")).v_round_in_kernel);
+  EXPECT_FALSE(audio_plan(1, 8192, GK_PRECISION_TF32, pins("audio.tf32=persistent,audio.v_round=kernel"), true).v_round_in_kernel);
+  EXPECT_FALSE(audio_plan(1, 8192, GK_PRECISION_TF32, pins("audio.tf32=persistent,audio.v_round=pass")).v_round_in_kernel);
 }
 
 // The fp16 pins (audio.tf32=f16, audio.exact=f16) take the fp16 path while its activations fit the workspace's
@@ -259,29 +261,6 @@ TEST(AudioPlanner, Fp16PinsTakeTheFp16PathWithinTheBound) {
                   std::string::npos);
       }
     }
-  }
-}
-
-// audio.tf32=f16_persistent: the persistent grid on fp16 operands, stream-K where the workspace and the pin allow,
-// printed as pinned; the exact mode keeps its own path.
-TEST(AudioPlanner, Fp16PersistentPinTakesThePersistentGrid) {
-  for (const int64_t rows : {int64_t(128), int64_t(4096), int64_t(8192)}) {
-    const gk_audio_qkv_config c{1, rows, 1024, 8, 128, 1e-6f, GK_PRECISION_TF32};
-    for (const bool sk_off : {false, true}) {
-      gk::audio::AudioPlan p;
-      const char* pin = sk_off ? "audio.tf32=f16_persistent,audio.stream_k=off" : "audio.tf32=f16_persistent";
-      ASSERT_TRUE(gk::audio::plan_audio(c, hopper(), pins(pin), false, size_t(32) << 20, &p).ok());
-      EXPECT_EQ(p.path, gk::audio::AudioPath::kPersistentF16) << rows;
-      EXPECT_GE(p.grid.clusters, 1);
-      if (sk_off) EXPECT_EQ(p.grid.sk.run, 0);
-      const std::string printed = gk::detail::format_overrides(p.chosen);
-      EXPECT_NE(printed.find("audio.tf32=f16_persistent"), std::string::npos) << printed;
-    }
-    gk_audio_qkv_config e = c;
-    e.precision = GK_PRECISION_EXACT;
-    gk::audio::AudioPlan p;
-    ASSERT_TRUE(gk::audio::plan_audio(e, hopper(), pins("audio.tf32=f16_persistent"), false, 0, &p).ok());
-    EXPECT_NE(p.path, gk::audio::AudioPath::kPersistentF16);
   }
 }
 

@@ -1,5 +1,5 @@
 // Hopper (sm_90a) primitives of the persistent head-tiled GEMM (head_gemm_sm90.cuh): TMA loads multicast over a
-// thread-block cluster, mbarrier arrivals on a peer CTA's barrier, and the 64 x 256 wgmma shapes (fp16 with both
+// thread-block cluster, mbarrier arrivals on a peer CTA's barrier, and the 64 x 256 wgmma shapes (bf16 with both
 // operands in shared memory; tf32 with A from registers). The accumulator layout is sm90_primitives.cuh's
 // m64n128 one over 32 n8 tiles: d[j] = rows (g, g+8) of the warp's 16, columns 8j + 2t, +1.
 #pragma once
@@ -66,14 +66,14 @@ __device__ __forceinline__ void fence_fragment(uint32_t (&a)[N]) {
   "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]), "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]), \
   "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]), "+f"(d[31][3])
 
-// D[64x256] (+)= A[64x16] * B[16x256], fp16, both K-major in shared memory; accumulate == 0 starts a fresh sum.
-__device__ __forceinline__ void wgmma_m64n256k16_f16_ss(float (&d)[32][4], uint64_t desc_a, uint64_t desc_b,
-                                                        int accumulate) {
+// D[64x256] (+)= A[64x16] * B[16x256], bf16, both K-major in shared memory; accumulate == 0 starts a fresh sum.
+__device__ __forceinline__ void wgmma_m64n256k16_ss(float (&d)[32][4], uint64_t desc_a, uint64_t desc_b,
+                                                    int accumulate) {
   asm volatile(
       "{\n"
       ".reg .pred p;\n"
       "setp.ne.b32 p, %130, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " GK_WGMMA_D128 ", %128, %129, p, 1, 1, 0, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " GK_WGMMA_D128 ", %128, %129, p, 1, 1, 0, 0;\n"
       "}\n"
       : GK_WGMMA_D128_OPERANDS(d)
       : "l"(desc_a), "l"(desc_b), "r"(accumulate));

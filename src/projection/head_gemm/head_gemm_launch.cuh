@@ -6,7 +6,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "common/device_props.hpp"
 #include "common/kernel_launch.hpp"
@@ -31,9 +30,8 @@ template <class Cfg, class Epilogue>
 // `plan`: the grid the planner chose (plan_grid, head_gemm_plan.hpp).
 Status prepare(const char* op, const Operands& o, const GridPlan& plan, const typename Epilogue::Params& ep,
                bool after_pdl_producer, detail::KernelLaunch* out) {
-  using Tiling = std::conditional_t<Cfg::kF16, F16Tiling, Tf32Tiling>;
-  static_assert(Cfg::kBM == Tiling::kBM && Cfg::kBK == Tiling::kBK && Cfg::kHeadsPerTile == Tiling::kHeadsPerTile &&
-                    Cfg::kHeadDim == Tiling::kHeadDim && Cfg::kClusterSize == Tiling::kClusterSize,
+  static_assert(Cfg::kBM == Tf32Tiling::kBM && Cfg::kBK == Tf32Tiling::kBK && Cfg::kHeadsPerTile == Tf32Tiling::kHeadsPerTile &&
+                    Cfg::kHeadDim == Tf32Tiling::kHeadDim && Cfg::kClusterSize == Tf32Tiling::kClusterSize,
                 "the planners' tiling (head_gemm_plan.hpp) is the kernel's");
   if (!supported<Cfg>(o)) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: operands outside the head-tiled GEMM's support", op);
@@ -51,7 +49,7 @@ Status prepare(const char* op, const Operands& o, const GridPlan& plan, const ty
   g.units = static_cast<int>(units_of<Cfg>(o));
   g.round_a_segments = o.round_a_segments;
 
-  constexpr auto kType = Cfg::kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  constexpr auto kType = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   const uint64_t k = uint64_t(o.k), stride[1] = {k * Cfg::kElemBytes};
   // 128 rows of A; W: the rows each CTA multicasts (one head, or half of one).
   const uint32_t box[2] = {Cfg::kBK, 128}, w_box[2] = {Cfg::kBK, Cfg::kBRowsPerRank};

@@ -17,10 +17,6 @@ inline constexpr int kMaxSegments = 3;
 struct Tf32Tiling {
   static constexpr int kBM = 128, kHeadDim = 128, kHeadsPerTile = 2, kBK = 32, kClusterSize = 2;
 };
-// The fp16 configuration's: the same tiles over 64-element K-blocks (the same 128 bytes).
-struct F16Tiling : Tf32Tiling {
-  static constexpr int kBK = 64;
-};
 
 // A [m, k] and each weight [heads * 128, k], row-major and dense, in the kernel's element type.
 struct Operands {

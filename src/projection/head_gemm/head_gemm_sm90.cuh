@@ -56,10 +56,9 @@ struct Tile {
   int m0;     // the CTA's first row
 };
 
-// The tf32 configuration: both consumer warpgroups share a unit of 128 rows x two heads (64 rows each). The bf16
-// and ping-pong forms are retired (never the default: docs/perf-log.md v26, v27).
+// The kernel's one configuration: tf32 operands, both consumer warpgroups sharing a unit of 128 rows x two heads
+// (64 rows each). The bf16 and ping-pong forms are retired (never the default: docs/perf-log.md v26, v27).
 struct Tf32Config {
-  static constexpr bool kF16 = false;
   static constexpr int kBM = 128, kHeadDim = 128;
   static constexpr int kHeadsPerTile = 2;
   static constexpr int kBN = kHeadsPerTile * kHeadDim;
@@ -91,15 +90,7 @@ struct Tf32Config {
   static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
   static_assert(kProducerRegs * 128 + kConsumerRegs * 256 <= kLaunchRegs * kThreads, "the CTA's register pool");
 };
-// fp16 operands (the audio operator's fp16 form of its tf32 mode, issue 38): the same 128-byte K-blocks (64 fp16),
-// K-steps of 16 over the same 32 bytes, A read by wgmma from shared memory (nothing to round on the way).
-struct F16Config : Tf32Config {
-  static constexpr bool kF16 = true;
-  static constexpr int kElemBytes = 2;
-  static constexpr int kBK = 128 / kElemBytes;
-  static constexpr int kInstK = 16;
-  static constexpr int kKSteps = kBK / kInstK;
-};
+using Config = Tf32Config;
 
 // Unit order (unit_order.hpp): the head-pair tiles of one row pair, then the next row pair, or with the last
 // segment's tiles of the first row pairs lagging behind (Operands::lag_last_segment). (Grouping row pairs into
@@ -204,7 +195,6 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
   // Descriptors are built once: a stage or k-step offset is a plain add to the address field (addresses stay below
   // 256 KB, so the 14-bit field never carries), and they live in uniform registers (docs/perf-log.md v8).
   const uint64_t b_desc = device::smem_desc_sw128(ring.b(0), 16, 1024);
-  const uint64_t a_desc = device::smem_desc_sw128(ring.a(0) + cw * 64 * 128, 16, 1024);  // fp16: this warpgroup's rows
   const int lane = threadIdx.x % 32;
   // A fragments by ldmatrix: lane l addresses row (l % 16) of the warp's 16 and the 16-byte chunk 2 kk + l / 16
   // of the swizzled row (chunk c of row r sits at c ^ (r % 8)), giving a0..a3 of the m16n8k8 layout.
@@ -216,33 +206,24 @@ __device__ __forceinline__ void mainloop(float (&acc)[32][4], const Ring<Cfg>& r
 #pragma unroll
     for (int p = 0; p < 2; ++p, ++it) {
       const int s = pipe.stage(it);
-      const uint32_t stage_off = uint32_t(s) * (Cfg::kStageBytes >> 4);
       pipe.consumer_wait(it);
-      if constexpr (!Cfg::kF16) {
 #pragma unroll
-        for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
-          device::ldmatrix_x4(ring.a(s) + row_off + (((2 * kk + hi) ^ r7) << 4), frag[p][kk]);
-        }
-        if (round_a) device::round_tf32_for_mma(reinterpret_cast<uint32_t(&)[Cfg::kKSteps * 4]>(frag[p]));
+      for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
+        device::ldmatrix_x4(ring.a(s) + row_off + (((2 * kk + hi) ^ r7) << 4), frag[p][kk]);
       }
+      if (round_a) device::round_tf32_for_mma(reinterpret_cast<uint32_t(&)[Cfg::kKSteps * 4]>(frag[p]));
       device::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
-        // 8 fp32 or 16 fp16 = 32 bytes along the swizzled rows.
-        if constexpr (Cfg::kF16) {
-          device::wgmma_m64n256k16_f16_ss(acc, a_desc + stage_off + kk * 2, b_desc + stage_off + kk * 2,
-                                          (kb - kb0 + p) | kk);
-        } else {
-          device::wgmma_m64n256k8_tf32_rs(acc, frag[p][kk], b_desc + stage_off + kk * 2, (kb - kb0 + p) | kk);
-        }
+        // 8 fp32 = 32 bytes along the swizzled rows.
+        device::wgmma_m64n256k8_tf32_rs(acc, frag[p][kk], b_desc + uint32_t(s) * (Cfg::kStageBytes >> 4) + kk * 2,
+                                        (kb - kb0 + p) | kk);
       }
       device::wgmma_commit();
       device::wgmma_wait<1>();
       device::fence_accumulators(acc);
-      if constexpr (!Cfg::kF16) {
 #pragma unroll
-        for (int kk = 0; kk < Cfg::kKSteps; ++kk) device::fence_fragment(frag[p ^ 1][kk]);  // retired now
-      }
+      for (int kk = 0; kk < Cfg::kKSteps; ++kk) device::fence_fragment(frag[p ^ 1][kk]);  // retired now
       if (kb + p > kb0) release(it - 1);
     }
   }
