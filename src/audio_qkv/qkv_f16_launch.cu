@@ -59,7 +59,8 @@ Status launch_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan,
   const dim3 grid(static_cast<unsigned>(3 * p.heads), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
   const char* what = "fp16 QKV kernel launch";
   const auto make = [&](auto kernel, size_t smem) {
-    const detail::LaunchShape shape{grid, Tr::kThreads, smem, split > 1, /*programmatic=*/true};
+    const int threads = terms == 1 ? QkvF16Traits<1>::kThreads : QkvF16Traits<2>::kThreads;
+    const detail::LaunchShape shape{grid, threads, smem, split > 1, /*programmatic=*/true};
     gemm = detail::KernelLaunch(what, kernel, shape, a_map, w_map, p);
   };
   if (terms == 1) {

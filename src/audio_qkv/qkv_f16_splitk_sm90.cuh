@@ -5,13 +5,13 @@
 //     product is the one the tf32 mode forms (except for elements more than 2^28 below their row's maximum), at
 //     twice the tf32 rate.
 //   kTerms = 2, the exact mode: each element as hi + lo * 2^-11 (22 of its 24 bits); three products, hi*hi summed
-//     per K-block, then hi*lo + lo*hi, each sum added into the fp32 accumulator (the small one times 2^-11) with
-//     rounding to nearest (Ootomo & Yokota's form: the small terms kept apart from the big ones' rounding).
+//     per K-block and added into an fp32 accumulator with rounding to nearest, hi*lo + lo*hi accumulated apart and
+//     joined times 2^-11 at the end (Ootomo & Yokota's form: the small terms kept apart from the big ones' rounding).
 // The epilogue divides each sum by its row's and column's powers of two before the norm (store_qkv_tile<kUnscale>).
 //
-// No rounding warps: 9 warps, warpgroups 0 and 1 consume 64 rows each with wgmma.m64n128k16.f16 straight off the TMA
-// barriers (a K-block is 64 fp16 = 128 bytes, one swizzle row, four k16 steps of 32 bytes: the tf32 kernel's byte
-// layout), warp 8 issues the loads. The operand buffers hold the hi rows, then (two terms) the lo rows: activations
+// No rounding warps: warpgroups 0 and 1 consume 64 rows each with wgmma.m64n128k16.f16 straight off the TMA barriers
+// (a K-block is 64 fp16 = 128 bytes, one swizzle row, four k16 steps of 32 bytes: the tf32 kernel's byte layout),
+// warp 8 issues the loads (9 warps; with two terms a whole producer warpgroup, 12). The operand buffers hold the hi rows, then (two terms) the lo rows: activations
 // [terms * M][K], weights [terms * 3 * H * 128][K] (q's rows, k's, v's). The kernel launches as the last pass's
 // programmatic dependent.
 #pragma once
@@ -31,7 +31,10 @@ template <int kTerms_>
 struct QkvF16Traits {
   static constexpr int kTerms = kTerms_;
   static constexpr int kBM = 128, kBN = 128, kBK = 64;  // kBK fp16 = 128 bytes: one swizzle row
-  static constexpr int kThreads = 128 * 2 + 32;        // two consumer warpgroups and the TMA warp
+  // Two consumer warpgroups and the TMA warp; two terms: a whole producer warpgroup, so that setmaxnreg can give the
+  // consumers the registers of three accumulators (kConsumerRegs).
+  static constexpr int kThreads = kTerms == 1 ? 128 * 2 + 32 : 128 * 3;
+  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
   static constexpr uint32_t kTileBytes = kBM * kBK * 2;  // 16 KB (kBN == kBM)
   static constexpr uint32_t kStageBytes = 2 * kTerms * kTileBytes;  // A hi, W hi (, A lo, W lo)
   static constexpr int kStages = kTerms == 1 ? 6 : 3;
@@ -73,8 +76,9 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms>::kThreads, 1)
   __syncthreads();
 
   if (threadIdx.x / 128 == 2) {
-    // ---------------- TMA warp ----------------
-    if (lane == 0) {
+    // ---------------- TMA warp (of the producer warpgroup with two terms) ----------------
+    if constexpr (kTerms == 2) device::regs_dealloc<Tr::kProducerRegs>();
+    if (threadIdx.x == 256) {
       // The operands come from the passes before this kernel (its programmatic prerequisite): wait for them and
       // order their ordinary stores before these TMA reads.
       device::grid_dependency_wait();
@@ -101,6 +105,7 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms>::kThreads, 1)
   }
 
   // ---------------- consumers ----------------
+  if constexpr (kTerms == 2) device::regs_alloc<Tr::kConsumerRegs>();
   const int wg = threadIdx.x / 128;
   float acc[16][4];
 #pragma unroll
@@ -110,39 +115,46 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms>::kThreads, 1)
     return device::smem_desc_sw128(tile(s, t) + wg * 64 * 128 + kk * 32, 16, 1024);
   };
   const auto b = [&](int s, int t, int kk) { return device::smem_desc_sw128(tile(s, t) + kk * 32, 16, 1024); };
-  // Two terms: each K-block's products summed apart in `block` (the hi products, then the small ones) and added
-  // into acc in fp32, rounding to nearest, so that the tensor cores' own accumulation (which does not round to
-  // nearest) spans one K-block's products, not K: over K it left the error at 2-4x fp32 SGEMM's (docs/perf-log.md
-  // v35). Each sum is needed before the next, so this form waits for each group (the other warpgroup's fill the
-  // gap); acc and block are the registers there are (a third 64 x 128 accumulator spilled).
-  float block[kTerms == 2 ? 16 : 1][4];
-  const auto add_block = [&](float scale) {
-    device::wgmma_commit();
-    device::wgmma_wait<0>();
-    device::fence_accumulators(block);
+  if constexpr (kTerms == 2) {
+    // Each K-block's hi products summed apart in `block` and added into acc in fp32, rounding to nearest, so that
+    // the tensor cores' own accumulation (which does not round to nearest) spans one K-block's products, not K: over
+    // K it left the error at 2-4x fp32 SGEMM's (docs/perf-log.md v35). The cross products, 2^11 smaller, accumulate
+    // over K in `small` and join at the end. The block's sum is needed before the next block's products: one wait
+    // per K-block, the other warpgroup's products filling it.
+    float block[16][4], small[16][4];
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[j][e] = fmaf(block[j][e], scale, acc[j][e]);
-    }
-  };
-  for (int i = 0; i < p.k_blocks; ++i) {
-    const int s = pipe.stage(i);
-    device::mbar_wait(pipe.full(s), pipe.parity(i));
-    device::wgmma_fence();
-    if constexpr (kTerms == 2) {
-#pragma unroll
-      for (int kk = 0; kk < Tr::kBK / 16; ++kk) device::wgmma_m64n128k16_f16_ss(block, a(s, 0, kk), b(s, 1, kk), kk);
-      add_block(1.f);
+    for (int j = 0; j < 16; ++j) small[j][0] = small[j][1] = small[j][2] = small[j][3] = 0.f;
+    for (int i = 0; i < p.k_blocks; ++i) {
+      const int s = pipe.stage(i);
+      device::mbar_wait(pipe.full(s), pipe.parity(i));
       device::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < Tr::kBK / 16; ++kk) {
-        device::wgmma_m64n128k16_f16_ss(block, a(s, 0, kk), b(s, 3, kk), kk);  // hi * lo
-        device::wgmma_m64n128k16_f16_ss(block, a(s, 2, kk), b(s, 1, kk), 1);   // lo * hi
+        device::wgmma_m64n128k16_f16_ss(block, a(s, 0, kk), b(s, 1, kk), kk);  // hi * hi, fresh at kk = 0
+        device::wgmma_m64n128k16_f16_ss(small, a(s, 0, kk), b(s, 3, kk), 1);   // hi * lo
+        device::wgmma_m64n128k16_f16_ss(small, a(s, 2, kk), b(s, 1, kk), 1);   // lo * hi
       }
-      add_block(1.f / 2048.f);
+      device::wgmma_commit();
+      device::wgmma_wait<0>();
+      device::fence_accumulators(block);
+      device::fence_accumulators(small);
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[j][e] += block[j][e];
+      }
       if (lane == 0) pipe.consumer_release(i);
-    } else {
+    }
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[j][e] = fmaf(small[j][e], 1.f / 2048.f, acc[j][e]);
+    }
+  } else {
+    for (int i = 0; i < p.k_blocks; ++i) {
+      const int s = pipe.stage(i);
+      device::mbar_wait(pipe.full(s), pipe.parity(i));
+      device::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < Tr::kBK / 16; ++kk) device::wgmma_m64n128k16_f16_ss(acc, a(s, 0, kk), b(s, 1, kk), 1);
       device::wgmma_commit();
@@ -150,9 +162,9 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms>::kThreads, 1)
       device::fence_accumulators(acc);
       if (i > 0 && lane == 0) pipe.consumer_release(i - 1);
     }
+    device::wgmma_wait<0>();
+    device::fence_accumulators(acc);
   }
-  device::wgmma_wait<0>();
-  device::fence_accumulators(acc);
   // The epilogue reads the passes' exponents with ordinary loads: the grid dependency is this thread's own to wait
   // for (long met by now: the stages it consumed came after the TMA warp's wait).
   device::grid_dependency_wait();
