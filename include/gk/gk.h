@@ -42,7 +42,8 @@ typedef enum gk_abi_struct {
   GK_ABI_AUDIO_TENSORS = 4,
   GK_ABI_KV_CACHE = 5,
   GK_ABI_GEMMA3_QKV_TENSORS = 6,
-  GK_ABI_GEMMA3_ATTEND_TENSORS = 7
+  GK_ABI_GEMMA3_ATTEND_TENSORS = 7,
+  GK_ABI_AUDIO_PREPARED = 8
 } gk_abi_struct;
 /* sizeof the struct as the library was built; 0 for a value outside gk_abi_struct. */
 GK_API size_t gk_abi_struct_size(int32_t which);
@@ -286,11 +287,38 @@ typedef struct gk_audio_qkv_tensors {
 GK_API gk_status gk_audio_qkv_check(const gk_audio_qkv_config* config, const gk_audio_qkv_tensors* tensors);
 /* The workspace holds, in tf32 mode, a tf32-rounded copy of v's weights (4*H*D*hidden bytes) or, where that is
  * larger and B*S <= 3*H*D, of the activations (4*B*S*hidden bytes); in exact mode
- * the activations split into two tf32 parts (8*B*S*hidden bytes) while that stays within 256 MiB. */
+ * the activations split into two tf32 parts (8*B*S*hidden bytes) while that stays within 256 MiB. In both, while the
+ * fp16 activations stay within 256 MiB, the fp16 path's operands with their row exponents: T terms (1 in tf32 mode,
+ * 2 in exact mode) of the activations and the three weights, (2*T*hidden + 4)*(B*S + 3*H*D) bytes. */
 GK_API gk_status gk_audio_qkv_workspace_size(const gk_audio_qkv_config* config, size_t* bytes);
 GK_API gk_status gk_audio_qkv_forward(gk_handle_t handle, const gk_audio_qkv_config* config,
                                       const gk_audio_qkv_tensors* tensors, void* workspace, size_t workspace_bytes,
                                       gk_stream_t stream);
+
+/* Weights prepared once for the tf32 mode (what a model does at load time): the three weights as the fp16 path reads
+ * them (each weight row scaled into fp16's range with tf32's rounding, and its exponent), in device memory the caller
+ * owns, gk_audio_qkv_prepared_size bytes (256-byte aligned), written by gk_audio_qkv_prepare on `stream` and read by
+ * gk_audio_qkv_forward_prepared in place of the fp32 weights. The struct records what the buffer holds; a forward
+ * call whose hidden size, heads or head_dim differ is rejected. The exact mode takes no prepared weights. */
+typedef struct gk_audio_qkv_prepared {
+  int64_t hidden;
+  int64_t num_heads;
+  int64_t head_dim;
+  void* data;
+  size_t bytes;
+} gk_audio_qkv_prepared;
+
+GK_API gk_status gk_audio_qkv_prepared_size(const gk_audio_qkv_config* config, size_t* bytes);
+/* Reads only the tensors' q_proj_weight, k_proj_weight and v_proj_weight; fills *prepared once the launch is made. */
+GK_API gk_status gk_audio_qkv_prepare(gk_handle_t handle, const gk_audio_qkv_config* config,
+                                      const gk_audio_qkv_tensors* tensors, void* data, size_t bytes,
+                                      gk_stream_t stream, gk_audio_qkv_prepared* prepared);
+/* The forward pass with prepared weights: the tensors' three weights are not read (their data may be null); the
+ * workspace is at most gk_audio_qkv_workspace_size's. */
+GK_API gk_status gk_audio_qkv_forward_prepared(gk_handle_t handle, const gk_audio_qkv_config* config,
+                                               const gk_audio_qkv_tensors* tensors,
+                                               const gk_audio_qkv_prepared* prepared, void* workspace,
+                                               size_t workspace_bytes, gk_stream_t stream);
 
 /* The plan a forward call with these arguments would run (see gk_gemma3_attention_plan). */
 GK_API gk_status gk_audio_qkv_plan(gk_handle_t handle, const gk_audio_qkv_config* config,

@@ -100,6 +100,14 @@ GK_API Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& config
                                 void* workspace, size_t workspace_bytes, gk_stream_t stream);
 GK_API Status audio_qkv_plan(gk_handle_t handle, const AudioQkvConfig& config, const AudioQkvTensors& tensors,
                              std::string* plan);
+using AudioQkvPrepared = gk_audio_qkv_prepared;
+// Prepared weights (gk_audio_qkv_prepare).
+GK_API Status audio_qkv_prepared_size(const AudioQkvConfig& config, size_t* bytes);
+GK_API Status audio_qkv_prepare(gk_handle_t handle, const AudioQkvConfig& config, const AudioQkvTensors& tensors,
+                                void* data, size_t bytes, gk_stream_t stream, AudioQkvPrepared* prepared);
+GK_API Status audio_qkv_forward_prepared(gk_handle_t handle, const AudioQkvConfig& config,
+                                         const AudioQkvTensors& tensors, const AudioQkvPrepared& prepared,
+                                         void* workspace, size_t workspace_bytes, gk_stream_t stream);
 
 }  // namespace gk
 

@@ -14,7 +14,8 @@ from ._version import __version__
 __all__ = ["GkError", "GkNotSupportedError", "GkValueError", "library", "library_version", "torch_available",
            "__version__"]
 _OPS = ("audio_qkv", "audio_qkv_out", "gemma3_attention", "gemma3_attention_out", "gemma3_attention_cached_out",
-        "gemma3_qkv", "gemma3_qkv_out", "gemma3_qkv_cached_out", "gemma3_attend", "gemma3_attend_out")
+        "gemma3_qkv", "gemma3_qkv_out", "gemma3_qkv_cached_out", "gemma3_attend", "gemma3_attend_out",
+        "prepare_audio_weights", "audio_qkv_prepared", "audio_qkv_prepared_out")
 
 try:
     import torch  # noqa: F401
@@ -31,5 +32,6 @@ else:
     from .ops import (audio_qkv, audio_qkv_out, gemma3_attend, gemma3_attend_out, gemma3_attention,
                       gemma3_attention_cached_out, gemma3_attention_out, gemma3_qkv, gemma3_qkv_cached_out,
                       gemma3_qkv_out)
+    from .audio_prepared import audio_qkv_prepared, audio_qkv_prepared_out, prepare_audio_weights
 
     __all__ += list(_OPS)

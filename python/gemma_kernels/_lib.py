@@ -151,6 +151,11 @@ class Gemma3AttendTensors(ctypes.Structure):
     _fields_ = [(name, Tensor) for name in ("query", "o_proj_weight", "out")]
 
 
+class AudioPrepared(ctypes.Structure):
+    _fields_ = [("hidden", ctypes.c_int64), ("num_heads", ctypes.c_int64), ("head_dim", ctypes.c_int64),
+                ("data", ctypes.c_void_p), ("bytes", ctypes.c_size_t)]
+
+
 class GkError(RuntimeError):
     """A failing libgk call; `status` is the gk_status code, the message is the library's."""
 
@@ -242,7 +247,7 @@ def _check_abi(lib: ctypes.CDLL, path: Path) -> None:
     lib.gk_version.argtypes = []
     abi = lib.gk_abi_version()
     mine = [Tensor, Gemma3Config, Gemma3Tensors, AudioConfig, AudioTensors, KvCache, Gemma3QkvTensors,
-            Gemma3AttendTensors]  # gk_abi_struct order
+            Gemma3AttendTensors, AudioPrepared]  # gk_abi_struct order
     theirs = [lib.gk_abi_struct_size(i) for i in range(len(mine))]
     if abi != ABI_VERSION or theirs != [ctypes.sizeof(s) for s in mine]:
         raise OSError(
@@ -268,6 +273,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.gk_handle_destroy.argtypes = [ctypes.c_void_p]
     lib.gk_handle_set_overrides.restype = st
     lib.gk_handle_set_overrides.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    _declare_prepared(lib, st, p)
     for prefix, cfg, tens in (("gk_gemma3_attention", Gemma3Config, Gemma3Tensors), ("gk_audio_qkv", AudioConfig, AudioTensors)):
         check = getattr(lib, prefix + "_check")
         check.restype = st
@@ -296,6 +302,18 @@ def _declare(lib: ctypes.CDLL) -> None:
             ws = getattr(lib, prefix + "_workspace_size")
             ws.restype = st
             ws.argtypes = [p(Gemma3Config), p(ctypes.c_size_t)]
+
+
+def _declare_prepared(lib, st, p) -> None:
+    """The audio operator's prepared weights (gk_audio_qkv_prepare)."""
+    lib.gk_audio_qkv_prepared_size.restype = st
+    lib.gk_audio_qkv_prepared_size.argtypes = [p(AudioConfig), p(ctypes.c_size_t)]
+    lib.gk_audio_qkv_prepare.restype = st
+    lib.gk_audio_qkv_prepare.argtypes = [ctypes.c_void_p, p(AudioConfig), p(AudioTensors), ctypes.c_void_p,
+                                         ctypes.c_size_t, ctypes.c_void_p, p(AudioPrepared)]
+    lib.gk_audio_qkv_forward_prepared.restype = st
+    lib.gk_audio_qkv_forward_prepared.argtypes = [ctypes.c_void_p, p(AudioConfig), p(AudioTensors), p(AudioPrepared),
+                                                  ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
 
 
 def check(status: int) -> None:

@@ -123,6 +123,8 @@ size_t gk_abi_struct_size(int32_t which) {
       return sizeof(gk_gemma3_qkv_tensors);
     case GK_ABI_GEMMA3_ATTEND_TENSORS:
       return sizeof(gk_gemma3_attend_tensors);
+    case GK_ABI_AUDIO_PREPARED:
+      return sizeof(gk_audio_qkv_prepared);
     default:
       return 0;
   }
@@ -262,6 +264,33 @@ gk_status gk_audio_qkv_forward(gk_handle_t handle, const gk_audio_qkv_config* co
   return guarded("audio_qkv", [&] {
     GK_RETURN_IF_ERROR(null_args("audio_qkv", {{"config", config}, {"tensors", tensors}}));
     return gk::audio_qkv_forward(handle, *config, *tensors, workspace, workspace_bytes, stream);
+  });
+}
+
+gk_status gk_audio_qkv_prepared_size(const gk_audio_qkv_config* config, size_t* bytes) {
+  return guarded("audio_qkv", [&] {
+    GK_RETURN_IF_ERROR(null_args("audio_qkv", {{"config", config}, {"bytes", bytes}}));
+    return gk::audio_qkv_prepared_size(*config, bytes);
+  });
+}
+
+gk_status gk_audio_qkv_prepare(gk_handle_t handle, const gk_audio_qkv_config* config,
+                               const gk_audio_qkv_tensors* tensors, void* data, size_t bytes, gk_stream_t stream,
+                               gk_audio_qkv_prepared* prepared) {
+  return guarded("audio_qkv", [&] {
+    GK_RETURN_IF_ERROR(
+        null_args("audio_qkv", {{"config", config}, {"tensors", tensors}, {"prepared", prepared}}));
+    return gk::audio_qkv_prepare(handle, *config, *tensors, data, bytes, stream, prepared);
+  });
+}
+
+gk_status gk_audio_qkv_forward_prepared(gk_handle_t handle, const gk_audio_qkv_config* config,
+                                        const gk_audio_qkv_tensors* tensors, const gk_audio_qkv_prepared* prepared,
+                                        void* workspace, size_t workspace_bytes, gk_stream_t stream) {
+  return guarded("audio_qkv", [&] {
+    GK_RETURN_IF_ERROR(
+        null_args("audio_qkv", {{"config", config}, {"tensors", tensors}, {"prepared", prepared}}));
+    return gk::audio_qkv_forward_prepared(handle, *config, *tensors, *prepared, workspace, workspace_bytes, stream);
   });
 }
 

@@ -14,9 +14,12 @@
 #include <cstring>
 
 #if defined(__CUDACC__)
+#include <cuda_fp16.h>
 #define GK_F16_HD __host__ __device__
+#define GK_F16_NOINLINE __host__ __device__ __noinline__
 #else
 #define GK_F16_HD
+#define GK_F16_NOINLINE
 #endif
 
 namespace gk::audio::f16 {
@@ -61,9 +64,9 @@ GK_F16_HD inline float round_tf32(float x) {
 // 2^p for p in [-126, 127], a normal float.
 GK_F16_HD inline float pow2(int p) { return float_of(static_cast<uint32_t>(p + 127) << 23); }
 
-// x * 2^e for a power of two of any size, rounded once: the largest step last, so every step before it is exact
-// (an intermediate of the same sign of shift stays above the result by at least 2^(the remaining steps)).
-GK_F16_HD inline float ldexp_once(float x, int e) {
+// ldexp_once's steps for a power of two outside a normal float's (out of line on the device: the kernels' per-element
+// paths stay a multiply).
+GK_F16_NOINLINE inline float ldexp_steps(float x, int e) {
   int rest = e;
   const int big = e > 0 ? 127 : -126;
   int steps = 0;
@@ -76,11 +79,22 @@ GK_F16_HD inline float ldexp_once(float x, int e) {
   return x;
 }
 
-// fp32 to fp16 bits, round to nearest even, subnormals kept, overflow to Inf, NaN kept quiet.
+// x * 2^e for a power of two of any size, rounded once: the largest step last, so every step before it is exact
+// (an intermediate of the same sign of shift stays above the result by at least 2^(the remaining steps)).
+GK_F16_HD inline float ldexp_once(float x, int e) {
+  return e >= -126 && e <= 127 ? x * pow2(e) : ldexp_steps(x, e);
+}
+
+// fp32 to fp16 bits, round to nearest even, subnormals kept, overflow to Inf, NaN kept quiet (as 0x7e00 with its
+// sign). The device converts in hardware (cvt.rn.f16.f32: the same rounding); the host spells it out.
 GK_F16_HD inline uint16_t to_f16(float x) {
   const uint32_t b = bits_of(x);
   const uint16_t sign = static_cast<uint16_t>((b >> 16) & 0x8000u);
   const uint32_t a = b & 0x7fffffffu;
+#if defined(__CUDA_ARCH__)
+  if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);
+  return __half_as_ushort(__float2half_rn(x));
+#else
   if (a >= 0x7f800000u) return static_cast<uint16_t>(sign | (a > 0x7f800000u ? 0x7e00u : 0x7c00u));
   const int exp = static_cast<int>(a >> 23) - 127;
   if (exp > 15) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 2^16: beyond 65504 even before rounding
@@ -105,15 +119,20 @@ GK_F16_HD inline uint16_t to_f16(float x) {
     h = q;  // a subnormal's quanta; q == 2^10 is the smallest normal's bits, as it should be
   }
   return static_cast<uint16_t>(sign | h);
+#endif
 }
 
 // fp16 bits to fp32 (exact).
 GK_F16_HD inline float from_f16(uint16_t h) {
+#if defined(__CUDA_ARCH__)
+  return __half2float(__ushort_as_half(h));
+#else
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
   if (e == 31) return float_of(sign | 0x7f800000u | (m << 13));
   if (e == 0) return float_of(sign | bits_of(static_cast<float>(m) * pow2(-24)));
   return float_of(sign | ((e + 112u) << 23) | (m << 13));
+#endif
 }
 
 // The tf32 mode's operand x of a row scaled by 2^e, as fp16 bits.

@@ -5,18 +5,20 @@
 
 #include <cstdint>
 
+#include "audio_qkv/params.hpp"
 #include "common/device_props.hpp"
 #include "common/kernel_launch.hpp"
 #include "gk/gk.hpp"
 
 namespace gk::audio {
 
-struct QkvGemmParams;
 struct AudioPlan;
 
 // The kernels' shared-memory opt-ins, and the split-K kernels' and the persistent kernel's cluster residency into the
 // device description (at handle creation).
 Status prepare_audio_kernels(detail::DeviceInfo* dev);
+// The fp16 kernels' part of it (qkv_f16_launch.cu).
+Status prepare_f16_kernels(detail::DeviceInfo* dev);
 
 // The split-K tf32 kernel (qkv_tf32_splitk_sm90.cuh): q|k|v on tensor cores, v's inputs rounded to nearest and q's and
 // k's read truncated, q and k normalized in the epilogue. With plan.activations_prepass the activations are rounded
@@ -43,6 +45,27 @@ Status prepare_round_tf32(const float* const* src, int count, float* dst, int64_
 // dst[0 .. elems) = the big tf32 parts of src, dst[elems .. 2 elems) = the small parts (the 3xTF32 operand parts);
 // the launch that reads dst may be a programmatic dependent.
 Status prepare_tf32x3_parts(const float* src, float* dst, int64_t elems, int sms, detail::KernelLaunch* out);
+
+// The audio projection on fp16 tensor cores (qkv_f16_splitk_sm90.cuh): passes make the activations' and the weights'
+// fp16 operands with their row exponents (f16_rows.cuh) into `f16`'s buffers - one term (the tf32 mode) or two (the
+// exact mode: the lo rows after the hi rows) - then the split-K grid runs on them as the last pass's programmatic
+// dependent. Fills k_blocks, a_exps and w_exps itself.
+struct F16Operands {
+  int terms;         // 1 or 2
+  uint16_t* a;       // [terms * M, K]
+  uint16_t* w;       // [terms * 3 * H * 128, K]: q's rows, k's, v's (then their lo rows)
+  int32_t* a_exps;   // [M]
+  int32_t* w_exps;   // [3 * H * 128]
+};
+// `weights_prepared`: f16.w and f16.w_exps already hold the weights' operands (gk_audio_qkv_prepare): no weight pass.
+Status launch_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan, const F16Operands& f16,
+                             bool weights_prepared, cudaStream_t stream);
+// The pass's launch: each of `count` (1..4) matrices of rows x k floats to fp16 bits with its rows' scale
+// exponents (all with lo terms, the exact mode, or none).
+Status prepare_f16_rows(const F16Matrix* mats, int count, int k, detail::KernelLaunch* out);
+// The matrices of a call's pass: the activations, then (unless `weights_prepared`) q's, k's and v's weights, into
+// f16's buffers. Returns the count.
+int f16_call_matrices(const QkvGemmParams& p, const F16Operands& f16, bool weights_prepared, F16Matrix (&out)[kMaxF16Matrices]);
 
 // In place on x[rows, heads*128]: each head -> x / sqrt(mean(x^2) + eps) * w. (The operator runs one launch for
 // q and one for k, each beside the next projection GEMM.)

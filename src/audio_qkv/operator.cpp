@@ -5,6 +5,7 @@
 // fp32 FMA) and the norm kernel beside the next GEMM where the plan says so.
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "audio_qkv/launchers.hpp"
 #include "audio_qkv/plan.hpp"
@@ -66,6 +67,7 @@ struct Layout {
   int64_t rounded_floats = 0;
   float* split_a = nullptr;  // exact mode: the activations' big and small tf32 parts (2 M x K) for the fused kernel
   int64_t split_floats = 0;
+  audio::F16Operands f16{};  // tf32 mode on fp16 tensor cores: the operand passes' output
   size_t bytes = 0;
 };
 
@@ -80,36 +82,115 @@ Layout carve(const AudioQkvConfig& c, void* base) {
     l.split_floats = audio::exact_scratch_floats(c.batch * c.seq_len, c.hidden, c.num_heads);
     l.split_a = w.take<float>(l.split_floats);
   }
+  // The fp16 path's operands (one term in tf32 mode, two in exact mode), while its activations stay within bound.
+  const int64_t rows = c.batch * c.seq_len, w_rows = 3 * c.num_heads * c.head_dim;
+  l.f16.terms = c.precision == GK_PRECISION_TF32 ? 1 : 2;
+  if (audio::f16_fits(rows, c.hidden, l.f16.terms)) {
+    l.f16.a = w.take<uint16_t>(l.f16.terms * rows * c.hidden);
+    l.f16.w = w.take<uint16_t>(l.f16.terms * w_rows * c.hidden);
+    l.f16.a_exps = w.take<int32_t>(rows);
+    l.f16.w_exps = w.take<int32_t>(w_rows);
+  }
   l.bytes = w.bytes();
   return l;
+}
+
+// The three weights' checks (the forward pass's and gk_audio_qkv_prepare's).
+Status check_weights(const AudioQkvConfig& c, const AudioQkvTensors& t) {
+  using detail::check_tensor;
+  using detail::TensorSpec;
+  const int64_t n = c.num_heads * c.head_dim;
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.q_proj_weight, TensorSpec{"q_proj_weight", GK_DTYPE_F32, {n, c.hidden}, 16}));
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.k_proj_weight, TensorSpec{"k_proj_weight", GK_DTYPE_F32, {n, c.hidden}, 16}));
+  return check_tensor(kOp, t.v_proj_weight, TensorSpec{"v_proj_weight", GK_DTYPE_F32, {n, c.hidden}, 16});
+}
+
+// Everything but the weights; `extra_input`: one more tensor the outputs must not overlap (the prepared weights).
+Status check_activations(const AudioQkvConfig& c, const AudioQkvTensors& t, bool with_weights,
+                         const gk_tensor* extra_input) {
+  const int64_t B = c.batch, S = c.seq_len, H = c.num_heads, D = c.head_dim;
+  using detail::check_tensor;
+  using detail::TensorSpec;
+  constexpr gk_dtype kF32 = GK_DTYPE_F32;
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.hidden_states, TensorSpec{"hidden_states", kF32, {B, S, c.hidden}, 16}));
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.q_norm_weight, TensorSpec{"q_norm_weight", kF32, {D}, 16}));
+  GK_RETURN_IF_ERROR(check_tensor(kOp, t.k_norm_weight, TensorSpec{"k_norm_weight", kF32, {D}, 16}));
+  std::vector<std::pair<const char*, const gk_tensor*>> inputs = {
+      {"hidden_states", &t.hidden_states}, {"q_norm_weight", &t.q_norm_weight}, {"k_norm_weight", &t.k_norm_weight}};
+  if (with_weights) {
+    inputs.insert(inputs.end(), {{"q_proj_weight", &t.q_proj_weight}, {"k_proj_weight", &t.k_proj_weight},
+                                 {"v_proj_weight", &t.v_proj_weight}});
+  }
+  if (extra_input != nullptr) inputs.push_back({"the prepared weights", extra_input});
+  const std::pair<const char*, const gk_tensor*> outputs[] = {
+      {"query_states", &t.query_states}, {"key_states", &t.key_states}, {"value_states", &t.value_states}};
+  for (const auto& [name, out] : outputs) {
+    GK_RETURN_IF_ERROR(check_tensor(kOp, *out, TensorSpec{name, kF32, {B, S, H, D}, 16}));
+    for (const auto& in : inputs) GK_RETURN_IF_ERROR(detail::check_no_overlap(kOp, name, *out, {in}));
+  }
+  GK_RETURN_IF_ERROR(detail::check_no_overlap(kOp, "query_states", t.query_states,
+                                              {{"key_states", &t.key_states}, {"value_states", &t.value_states}}));
+  return detail::check_no_overlap(kOp, "key_states", t.key_states, {{"value_states", &t.value_states}});
+}
+
+// The prepared weights' layout in their buffer: the three weights' fp16 rows, then the rows' exponents.
+struct PreparedLayout {
+  uint16_t* w = nullptr;
+  int32_t* exps = nullptr;
+  size_t bytes = 0;
+};
+
+PreparedLayout prepared_layout(const AudioQkvConfig& c, void* base) {
+  detail::WorkspaceCarver w(base);
+  PreparedLayout l;
+  const int64_t rows = 3 * c.num_heads * c.head_dim;
+  l.w = w.take<uint16_t>(rows * c.hidden);
+  l.exps = w.take<int32_t>(rows);
+  l.bytes = w.bytes();
+  return l;
+}
+
+Status check_prepared_config(const AudioQkvConfig& c) {
+  GK_RETURN_IF_ERROR(check_config(c));
+  if (c.precision != GK_PRECISION_TF32) {
+    return error(GK_STATUS_NOT_SUPPORTED, "%s: prepared weights take the tf32 mode (exact mode reads the fp32 weights)",
+                 kOp);
+  }
+  if (c.hidden % audio::kF16BK != 0) {
+    return error(GK_STATUS_NOT_SUPPORTED, "%s: prepared weights need hidden a multiple of %d (got %lld)", kOp,
+                 audio::kF16BK, static_cast<long long>(c.hidden));
+  }
+  return Status::Ok();
+}
+
+// The fused kernels' parameters for a call (the weights' pointers null where the tensors' are).
+audio::QkvGemmParams gemm_params(const AudioQkvConfig& c, const AudioQkvTensors& t) {
+  audio::QkvGemmParams p{};
+  p.hidden = static_cast<const float*>(t.hidden_states.data);
+  p.wq = static_cast<const float*>(t.q_proj_weight.data);
+  p.wk = static_cast<const float*>(t.k_proj_weight.data);
+  p.wv = static_cast<const float*>(t.v_proj_weight.data);
+  p.q_norm = static_cast<const float*>(t.q_norm_weight.data);
+  p.k_norm = static_cast<const float*>(t.k_norm_weight.data);
+  p.q = static_cast<float*>(t.query_states.data);
+  p.k = static_cast<float*>(t.key_states.data);
+  p.v = static_cast<float*>(t.value_states.data);
+  p.m = static_cast<int>(c.batch * c.seq_len);
+  p.k_dim = static_cast<int>(c.hidden);
+  p.heads = static_cast<int>(c.num_heads);
+  p.eps = c.eps;
+  return p;
 }
 
 }  // namespace
 
 Status audio_qkv_check(const AudioQkvConfig& c, const AudioQkvTensors& t) {
   GK_RETURN_IF_ERROR(check_config(c));
-  const int64_t B = c.batch, S = c.seq_len, H = c.num_heads, D = c.head_dim;
-  using detail::check_tensor;
-  using detail::TensorSpec;
-  constexpr gk_dtype kF32 = GK_DTYPE_F32;
-  GK_RETURN_IF_ERROR(check_tensor(kOp, t.hidden_states, TensorSpec{"hidden_states", kF32, {B, S, c.hidden}, 16}));
-  GK_RETURN_IF_ERROR(check_tensor(kOp, t.q_proj_weight, TensorSpec{"q_proj_weight", kF32, {H * D, c.hidden}, 16}));
-  GK_RETURN_IF_ERROR(check_tensor(kOp, t.k_proj_weight, TensorSpec{"k_proj_weight", kF32, {H * D, c.hidden}, 16}));
-  GK_RETURN_IF_ERROR(check_tensor(kOp, t.v_proj_weight, TensorSpec{"v_proj_weight", kF32, {H * D, c.hidden}, 16}));
-  GK_RETURN_IF_ERROR(check_tensor(kOp, t.q_norm_weight, TensorSpec{"q_norm_weight", kF32, {D}, 16}));
-  GK_RETURN_IF_ERROR(check_tensor(kOp, t.k_norm_weight, TensorSpec{"k_norm_weight", kF32, {D}, 16}));
-  const std::initializer_list<std::pair<const char*, const gk_tensor*>> inputs = {
-      {"hidden_states", &t.hidden_states}, {"q_proj_weight", &t.q_proj_weight}, {"k_proj_weight", &t.k_proj_weight},
-      {"v_proj_weight", &t.v_proj_weight}, {"q_norm_weight", &t.q_norm_weight}, {"k_norm_weight", &t.k_norm_weight}};
-  const std::pair<const char*, const gk_tensor*> outputs[] = {
-      {"query_states", &t.query_states}, {"key_states", &t.key_states}, {"value_states", &t.value_states}};
-  for (const auto& [name, out] : outputs) {
-    GK_RETURN_IF_ERROR(check_tensor(kOp, *out, TensorSpec{name, kF32, {B, S, H, D}, 16}));
-    GK_RETURN_IF_ERROR(detail::check_no_overlap(kOp, name, *out, inputs));
-  }
-  GK_RETURN_IF_ERROR(detail::check_no_overlap(kOp, "query_states", t.query_states,
-                                              {{"key_states", &t.key_states}, {"value_states", &t.value_states}}));
-  return detail::check_no_overlap(kOp, "key_states", t.key_states, {{"value_states", &t.value_states}});
+  // hidden_states first, then the weights: the order the messages name a broken tensor in has not changed.
+  GK_RETURN_IF_ERROR(detail::check_tensor(
+      kOp, t.hidden_states, detail::TensorSpec{"hidden_states", GK_DTYPE_F32, {c.batch, c.seq_len, c.hidden}, 16}));
+  GK_RETURN_IF_ERROR(check_weights(c, t));
+  return check_activations(c, t, /*with_weights=*/true, nullptr);
 }
 
 Status audio_qkv_workspace_size(const AudioQkvConfig& config, size_t* bytes) {
@@ -145,26 +226,15 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
   GK_RETURN_IF_ERROR(audio::plan_audio(c, handle->device_info, handle->overrides,
                                        capture != cudaStreamCaptureStatusNone, detail::kGemmWorkspaceBytes, &plan));
   if (plan.path != audio::AudioPath::kCublas) {
-    audio::QkvGemmParams p{};
-    p.hidden = static_cast<const float*>(t.hidden_states.data);
-    p.wq = static_cast<const float*>(t.q_proj_weight.data);
-    p.wk = static_cast<const float*>(t.k_proj_weight.data);
-    p.wv = static_cast<const float*>(t.v_proj_weight.data);
-    p.q_norm = static_cast<const float*>(t.q_norm_weight.data);
-    p.k_norm = static_cast<const float*>(t.k_norm_weight.data);
-    p.q = static_cast<float*>(t.query_states.data);
-    p.k = static_cast<float*>(t.key_states.data);
-    p.v = static_cast<float*>(t.value_states.data);
-    p.m = static_cast<int>(rows);
-    p.k_dim = static_cast<int>(c.hidden);
-    p.heads = static_cast<int>(c.num_heads);
-    p.eps = c.eps;
+    const audio::QkvGemmParams p = gemm_params(c, t);
     switch (plan.path) {
       case audio::AudioPath::kPersistentTf32:
         return audio::launch_qkv_tf32_persistent(p, plan, ws.rounded, ws.gemm_workspace, detail::kGemmWorkspaceBytes,
                                                  handle->next_epoch(), stream);
       case audio::AudioPath::kSplitkTf32:
         return audio::launch_qkv_tf32_splitk(p, plan, ws.rounded, ws.rounded_floats, stream);
+      case audio::AudioPath::kSplitkF16:
+        return audio::launch_qkv_f16_splitk(p, plan, ws.f16, /*weights_prepared=*/false, stream);
       default:
         return audio::launch_qkv_tf32x3_splitk(p, plan, ws.split_a, ws.split_floats, stream);
     }
@@ -192,6 +262,80 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
     }
   }
   return side.join();
+}
+
+Status audio_qkv_prepared_size(const AudioQkvConfig& config, size_t* bytes) {
+  if (bytes == nullptr) return error(GK_STATUS_INVALID_ARGUMENT, "%s: bytes is null", kOp);
+  GK_RETURN_IF_ERROR(check_prepared_config(config));
+  *bytes = prepared_layout(config, nullptr).bytes;
+  return Status::Ok();
+}
+
+Status audio_qkv_prepare(gk_handle_t handle, const AudioQkvConfig& c, const AudioQkvTensors& t, void* data,
+                         size_t bytes, gk_stream_t stream, AudioQkvPrepared* prepared) {
+  if (prepared == nullptr) return error(GK_STATUS_INVALID_ARGUMENT, "%s: prepared is null", kOp);
+  GK_RETURN_IF_ERROR(check_prepared_config(c));
+  GK_RETURN_IF_ERROR(check_weights(c, t));
+  const PreparedLayout need = prepared_layout(c, nullptr);
+  if (data == nullptr || reinterpret_cast<uintptr_t>(data) % detail::WorkspaceCarver::kAlign != 0 ||
+      bytes < need.bytes) {
+    return error(GK_STATUS_INVALID_ARGUMENT,
+                 "%s: the prepared weights' buffer must be at least %zu bytes (gk_audio_qkv_prepared_size), 256-byte "
+                 "aligned (got %p, %zu bytes)", kOp, need.bytes, data, bytes);
+  }
+  const int64_t half_elems = static_cast<int64_t>(need.bytes / 2);
+  const gk_tensor buffer = gk_tensor_contiguous(data, GK_DTYPE_F16, 1, &half_elems);
+  GK_RETURN_IF_ERROR(detail::check_no_overlap(kOp, "the prepared weights' buffer", buffer,
+                                              {{"q_proj_weight", &t.q_proj_weight},
+                                               {"k_proj_weight", &t.k_proj_weight},
+                                               {"v_proj_weight", &t.v_proj_weight}}));
+  GK_RETURN_IF_ERROR(detail::check_handle(kOp, handle));
+  const PreparedLayout l = prepared_layout(c, data);
+  const float* w[3] = {static_cast<const float*>(t.q_proj_weight.data), static_cast<const float*>(t.k_proj_weight.data),
+                       static_cast<const float*>(t.v_proj_weight.data)};
+  detail::KernelLaunch pass;
+  const int64_t n = c.num_heads * c.head_dim;
+  audio::F16Matrix mats[3];
+  for (int i = 0; i < 3; ++i) mats[i] = audio::F16Matrix{w[i], n, l.w + i * n * c.hidden, nullptr, l.exps + i * n};
+  GK_RETURN_IF_ERROR(audio::prepare_f16_rows(mats, 3, static_cast<int>(c.hidden), &pass));
+  GK_RETURN_IF_ERROR(pass.issue(kOp, reinterpret_cast<cudaStream_t>(stream)));
+  *prepared = AudioQkvPrepared{c.hidden, c.num_heads, c.head_dim, data, bytes};
+  return Status::Ok();
+}
+
+Status audio_qkv_forward_prepared(gk_handle_t handle, const AudioQkvConfig& c, const AudioQkvTensors& t,
+                                  const AudioQkvPrepared& prepared, void* workspace, size_t workspace_bytes,
+                                  gk_stream_t stream) {
+  GK_RETURN_IF_ERROR(check_prepared_config(c));
+  if (prepared.hidden != c.hidden || prepared.num_heads != c.num_heads || prepared.head_dim != c.head_dim) {
+    return error(GK_STATUS_INVALID_ARGUMENT,
+                 "%s: the weights were prepared for hidden %lld, %lld heads of %lld, the call has %lld, %lld of %lld",
+                 kOp, static_cast<long long>(prepared.hidden), static_cast<long long>(prepared.num_heads),
+                 static_cast<long long>(prepared.head_dim), static_cast<long long>(c.hidden),
+                 static_cast<long long>(c.num_heads), static_cast<long long>(c.head_dim));
+  }
+  const size_t need = prepared_layout(c, nullptr).bytes;
+  if (prepared.data == nullptr || reinterpret_cast<uintptr_t>(prepared.data) % detail::WorkspaceCarver::kAlign != 0 ||
+      prepared.bytes < need) {
+    return error(GK_STATUS_INVALID_ARGUMENT, "%s: prepared weights of %zu bytes at %p (need %zu, 256-byte aligned)",
+                 kOp, prepared.bytes, prepared.data, need);
+  }
+  const int64_t half_elems = static_cast<int64_t>(need / 2);
+  const gk_tensor prepared_bytes = gk_tensor_contiguous(prepared.data, GK_DTYPE_F16, 1, &half_elems);
+  GK_RETURN_IF_ERROR(check_activations(c, t, /*with_weights=*/false, &prepared_bytes));
+  GK_RETURN_IF_ERROR(detail::check_call(kOp, handle, workspace, workspace_bytes, carve(c, nullptr).bytes));
+  const int64_t rows = c.batch * c.seq_len;
+  if (!audio::splitk_supported(rows, c.hidden, c.num_heads) || !audio::f16_fits(rows, c.hidden, 1)) {
+    return error(GK_STATUS_NOT_SUPPORTED,
+                 "%s: %lld rows past what prepared weights take (the fp16 kernel's grid, and fp16 activations within "
+                 "256 MiB)", kOp, static_cast<long long>(rows));
+  }
+  const Layout ws = carve(c, workspace);
+  const PreparedLayout pl = prepared_layout(c, prepared.data);
+  const audio::AudioPlan plan = audio::plan_audio_f16(rows, c.hidden, c.num_heads, 1, handle->device_info);
+  const audio::F16Operands f16{1, ws.f16.a, pl.w, ws.f16.a_exps, pl.exps};
+  const auto s = reinterpret_cast<cudaStream_t>(stream);
+  return audio::launch_qkv_f16_splitk(gemm_params(c, t), plan, f16, /*weights_prepared=*/true, s);
 }
 
 }  // namespace gk

@@ -24,6 +24,21 @@ struct QkvGemmParams {
   // norm removes truncation's bias); v's still round to nearest.
   int qk_truncated;
   float eps;
+  // fp16 operands (qkv_f16_splitk_sm90.cuh): each activation row's and each weight row's scale exponent
+  // (f16_rows.cuh; weights q's rows, then k's, then v's), divided back out of the accumulators in the epilogue.
+  const int32_t* a_exps;
+  const int32_t* w_exps;
 };
+
+// One matrix of `rows` x k floats (rows contiguous, k floats apart) and where its operands go.
+struct F16Matrix {
+  const float* src;
+  int64_t rows;
+  uint16_t* hi;    // [rows][k]: the one term (or the exact mode's hi term), fp16 bits
+  uint16_t* lo;    // the exact mode's lo term, same layout; null for one term
+  int32_t* exps;   // [rows]: each row's scale exponent (f16::scale_exponent)
+};
+
+inline constexpr int kMaxF16Matrices = 4;  // a pass's: the activations and three weights
 
 }  // namespace gk::audio

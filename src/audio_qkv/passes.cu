@@ -4,6 +4,7 @@
 // 3xTF32).
 #include <algorithm>
 
+#include "audio_qkv/f16_rows.cuh"
 #include "audio_qkv/launchers.hpp"
 #include "common/cuda_check.hpp"
 #include "common/device_props.hpp"
@@ -119,6 +120,27 @@ Status prepare_round_tf32(const float* const* src, int count, float* dst, int64_
 
 Status prepare_tf32x3_parts(const float* src, float* dst, int64_t elems, int sms, detail::KernelLaunch* out) {
   return prepare_float4_pass<Tf32x3Parts>("3xTF32 parts launch", &src, 1, dst, elems, sms, out);
+}
+
+Status prepare_f16_rows(const F16Matrix* mats, int count, int k, detail::KernelLaunch* out) {
+  F16RowsParams p{};
+  int64_t rows = 0;
+  bool two_terms = count > 0 && mats[0].lo != nullptr, ok = count >= 1 && count <= kMaxF16Matrices && k % 4 == 0;
+  for (int i = 0; ok && i < count; ++i) {
+    p.mat[i] = mats[i];
+    rows += mats[i].rows;
+    ok = mats[i].rows >= 0 && (mats[i].lo != nullptr) == two_terms;
+  }
+  const int64_t blocks = (rows + kF16RowsWarps - 1) / kF16RowsWarps;
+  if (!ok || blocks < 1 || blocks > INT32_MAX) {
+    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: an fp16 operand pass the kernel cannot take", kOp);
+  }
+  p.count = count;
+  p.k = k;
+  const detail::LaunchShape shape{dim3(static_cast<unsigned>(blocks)), kF16RowsWarps * 32};
+  *out = two_terms ? detail::KernelLaunch("fp16 operand pass launch", f16_rows_kernel<true>, shape, p)
+                   : detail::KernelLaunch("fp16 operand pass launch", f16_rows_kernel<false>, shape, p);
+  return Status::Ok();
 }
 
 Status launch_head_rmsnorm(float* x, const float* w, int64_t rows, int heads, int head_dim, float eps,

@@ -13,6 +13,12 @@ constexpr int64_t kMaxRowTiles = 65535;  // the split-K kernels' grid.y
 // The persistent kernel's time goes by rounds of clusters and cuBLASLt's by rows: at two or more rounds cuBLASLt's
 // smaller tiles win below this fill of the last round (v13).
 constexpr double kPersistentMinFill = 0.7;
+// fp16 operands (an operand pass, then the split-K grid: qkv_f16_splitk_sm90.cuh) from these rows on (v37, H100):
+// tf32 mode, M = 6184 / 8192 117.0 / 147.7 us against 130.4 / 153.9 on the persistent kernel, M = 4096 0.8-1.1 us
+// slower; exact mode (two terms), every suite row past (1, 128) (e.g. 8192: 314 against 587 us), (1, 128) 25.0
+// against 21.7 (the pass's fixed cost).
+constexpr int64_t kTf32F16MinRows = 6144;
+constexpr int64_t kExactF16MinRows = 129;
 // v's CTAs round their weights in registers only with a K split (v19).
 constexpr bool kVRegistersNeedSplit = true;
 // The exact mode's prepared activations at most this many floats (256 MiB).
@@ -29,7 +35,12 @@ void plan_splitk(const AudioQkvConfig& c, const int (&resident)[detail::kMaxClus
   const int64_t tiles = splitk_tiles(rows, c.num_heads);
   const int k_blocks = static_cast<int>(c.hidden / kBK);
   p->split = detail::choose_splitk(sms, resident, tiles, k_blocks, {4, 2}, /*even_k=*/true);
-  p->activations_prepass = ov.audio_activations != 1 && a_parts * rows * c.hidden <= scratch_floats;
+  // tf32: the kernel rounds the activations in shared memory unless pinned - one launch a call, which NVIDIA's
+  // harness times 2-7 µs faster on the smallest rows than a pass and its dependent (the gap between the two
+  // launches, slowed by API tracing, is counted there), at 0-3 µs of kernel time (docs/perf-log.md v36). Exact: the
+  // pass (its split parts cost the kernel far more in shared memory, v10.6).
+  const bool prepass = ov.audio_activations == detail::kAuto ? a_parts == 2 : ov.audio_activations == 0;
+  p->activations_prepass = prepass && a_parts * rows * c.hidden <= scratch_floats;
 }
 
 }  // namespace
@@ -57,6 +68,22 @@ int64_t exact_scratch_floats(int64_t rows, int64_t hidden, int64_t heads) {
   return splitk_supported(rows, hidden, heads) && floats <= kMaxExactScratchFloats ? floats : 0;
 }
 
+bool f16_fits(int64_t rows, int64_t hidden, int terms) {
+  return rows <= (int64_t(256) << 20) / (2 * terms * hidden);
+}
+
+AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, int terms, const detail::DeviceInfo& dev) {
+  AudioPlan p;
+  p.path = AudioPath::kSplitkF16;
+  p.sms = dev.sms;
+  // Its residency is at least the tf32 kernel's (the same shared memory, fewer threads).
+  p.split = detail::choose_splitk(dev.sms, dev.audio_tf32_clusters, splitk_tiles(rows, heads),
+                                  static_cast<int>(hidden / kF16BK), {4, 2}, /*even_k=*/true);
+  p.chosen.audio_tf32 = terms == 1 ? 3 : detail::kAuto;
+  p.chosen.audio_exact = terms == 2 ? 2 : detail::kAuto;
+  return p;
+}
+
 Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const detail::Overrides& ov, bool capturing,
                   size_t sk_scratch_bytes, AudioPlan* plan) {
   AudioPlan p;
@@ -64,6 +91,11 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
   const int64_t rows = c.batch * c.seq_len;
   const bool splitk_ok = splitk_supported(rows, c.hidden, c.num_heads);
   if (c.precision == GK_PRECISION_EXACT) {
+    const bool f16 = ov.audio_exact == detail::kAuto ? rows >= kExactF16MinRows : ov.audio_exact == 2;
+    if (f16 && splitk_ok && c.hidden % kF16BK == 0 && f16_fits(rows, c.hidden, 2)) {
+      *plan = plan_audio_f16(rows, c.hidden, c.num_heads, 2, dev);
+      return Status::Ok();
+    }
     if (splitk_ok && ov.audio_exact != 1) {
       p.path = AudioPath::kSplitkTf32x3;
       plan_splitk(c, dev.audio_tf32x3_clusters, dev.sms, exact_scratch_floats(rows, c.hidden, c.num_heads), 2, ov, &p);
@@ -78,6 +110,11 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
   const bool persistent_ok = head_gemm::shape_supported<Tiling>(shape) && dev.head_gemm_clusters >= 1;
   const int64_t units = head_gemm::units_of<Tiling>(shape);
   const bool one_wave = splitk_tiles(rows, c.num_heads) <= dev.sms;
+  const bool f16 = ov.audio_tf32 == detail::kAuto ? rows >= kTf32F16MinRows : ov.audio_tf32 == 3;
+  if (f16 && splitk_ok && c.hidden % kF16BK == 0 && f16_fits(rows, c.hidden, 1)) {
+    *plan = plan_audio_f16(rows, c.hidden, c.num_heads, 1, dev);
+    return Status::Ok();
+  }
   if (ov.audio_tf32 == 0) {
     if (splitk_ok) p.path = AudioPath::kSplitkTf32;
   } else if (ov.audio_tf32 == 1) {
@@ -119,6 +156,8 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
         return 0;
       case AudioPath::kPersistentTf32:
         return 1;
+      case AudioPath::kSplitkF16:
+        return 3;
       default:
         return 2;
     }

@@ -18,6 +18,8 @@ enum class AudioPath {
   kSplitkTf32,  // the split-K tf32 kernel (qkv_tf32_splitk_sm90.cuh)
   kPersistentTf32,  // the persistent head GEMM (projection/head_gemm) with the audio epilogue
   kSplitkTf32x3,    // the exact mode's split-K 3xTF32 kernel (qkv_tf32x3_splitk_sm90.cuh)
+  kSplitkF16,       // fp16 tensor cores: an operand pass, then the split-K grid (qkv_f16_splitk_sm90.cuh); one fp16
+                    // term in tf32 mode (tf32's rounding), two in exact mode
 };
 
 struct AudioPlan {
@@ -49,7 +51,16 @@ GK_INTERNAL_API bool splitk_supported(int64_t rows, int64_t hidden, int64_t head
 // within 256 MiB (else the kernel splits them in shared memory).
 GK_INTERNAL_API int64_t tf32_scratch_floats(int64_t rows, int64_t hidden, int64_t heads);
 GK_INTERNAL_API int64_t exact_scratch_floats(int64_t rows, int64_t hidden, int64_t heads);
+// The fp16 kernel's K-block (fp16 columns).
+inline constexpr int kF16BK = 64;
+// Whether the fp16 path's activations (terms x rows x hidden fp16) stay within the workspace's bound (256 MiB, as
+// the exact mode's split activations): the workspace holds the fp16 operands only then, and the path runs only then.
+GK_INTERNAL_API bool f16_fits(int64_t rows, int64_t hidden, int terms);
 
+// The fp16 path's plan for a call of `rows` rows with `terms` fp16 terms: the split-K grid's K split. Prepared weights
+// always take this path.
+GK_INTERNAL_API AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, int terms,
+                                         const detail::DeviceInfo& dev);
 // `capturing`: the stream is capturing a CUDA graph (the kernel's own v rounding hands slices over under the call's
 // epoch, which a replay repeats, so a pass rounds them there). `sk_scratch_bytes`: the workspace the persistent
 // kernel may use for stream-K's state and the v rounding's slots.

@@ -1,11 +1,14 @@
 // The audio QKV kernels' common epilogue (tf32 and 3xTF32): one 128-row x 128-column tile, exactly one head of
 // q, k or v, held by two consumer warpgroups in the wgmma accumulator layout; q and k get the per-head RMSNorm
 // (weight offset 0), v is stored as is. With a K split over a z-cluster, each CTA parks its partial tile in shared
-// memory and reduces a share of the rows over the cluster through DSMEM before normalizing and storing.
+// memory and reduces a share of the rows over the cluster through DSMEM before normalizing and storing. kUnscale
+// (fp16 operands scaled per row: f16_rows.cuh): each sum is first divided by its row's and its column's powers of
+// two (p.a_exps, p.w_exps), exactly where the result is a normal float.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include "audio_qkv/f16_operands.hpp"
 #include "audio_qkv/params.hpp"
 #include "common/device/sm80_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
@@ -47,6 +50,11 @@ __device__ __forceinline__ void store_group_pair16(float* row_j0, float2 v0, flo
   }
 }
 
+// fp16 operands: a sum scaled by 2^e divided back by one multiply, exact where the result is a normal float; for
+// |row exponent|, |column exponent| <= 63 (unscale_fast_ok on both), whose sum's power of two is a normal float.
+__device__ __forceinline__ bool unscale_fast_ok(int e) { return static_cast<unsigned>(e + 63) <= 126u; }
+__device__ __forceinline__ float unscale_fast(float acc, int e) { return acc * f16::pow2(-e); }
+
 struct QkvTile {
   static constexpr int kRows = 128, kCols = 128;
   static constexpr int kConsumerWarps = 8;
@@ -57,9 +65,10 @@ struct QkvTile {
 // The split-K epilogue's second half: this CTA's rows [rank * rows, (rank + 1) * rows) of the tile, summed over
 // the kSplit parked partials through distributed shared memory (device::splitk: every remote load of the warp's
 // rows issued before any is summed), normalized and stored; one warp per row, four columns per lane.
-template <int kSplit>
+template <int kSplit, bool kUnscale>
 __device__ __forceinline__ void reduce_store_rows(const QkvGemmParams& p, int which, float* out, int n_out, int m0,
-                                                  uint32_t parked, uint32_t rank, const float4& wv4) {
+                                                  uint32_t parked, uint32_t rank, const float4& wv4,
+                                                  const int32_t* w_exps) {
   constexpr int kRows = QkvTile::kRows / kSplit, kRowsPerWarp = kRows / QkvTile::kConsumerWarps;
   const int cw = threadIdx.x / 32, lane = threadIdx.x % 32;  // consumer warp 0..7
   float4 part[kRowsPerWarp][kSplit];
@@ -71,6 +80,13 @@ __device__ __forceinline__ void reduce_store_rows(const QkvGemmParams& p, int wh
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
     float4 sum = device::splitk::sum_ranks(part[i]);
+    if constexpr (kUnscale) {
+      const int row = m0 + static_cast<int>(rank) * kRows + cw + i * QkvTile::kConsumerWarps;
+      const int ra = row < p.m ? p.a_exps[row] : 0;
+      const int4 wc = reinterpret_cast<const int4*>(w_exps)[lane];
+      sum = make_float4(f16::unscale(sum.x, ra + wc.x), f16::unscale(sum.y, ra + wc.y),
+                        f16::unscale(sum.z, ra + wc.z), f16::unscale(sum.w, ra + wc.w));
+    }
     if (which < 2) {
       float ss = sum.x * sum.x + sum.y * sum.y + sum.z * sum.z + sum.w * sum.w;
 #pragma unroll
@@ -88,8 +104,8 @@ __device__ __forceinline__ void reduce_store_rows(const QkvGemmParams& p, int wh
 // kernel must meet the two cluster barriers inside (device::splitk::partials_parked, then partials_read).
 // `transposed` (v only: this path applies no norm): the accumulators hold the tile's transpose, rows = the head's
 // 128 columns (64 per warpgroup), columns = the 128 token rows (the tf32 kernel's v path, qkv_tf32_splitk_sm90.cuh).
-template <bool kClusterSplit>
-__device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const QkvGemmParams& p, int which, int head,
+template <bool kClusterSplit, bool kUnscale = false>
+__device__ __forceinline__ void store_qkv_tile(float (&acc)[16][4], const QkvGemmParams& p, int which, int head,
                                                int m0, int wg, uint32_t park, bool transposed = false) {
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int n_out = p.heads * QkvTile::kCols;
@@ -103,7 +119,36 @@ __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const 
   const auto transposed_tok = [&](int j, int e) { return 8 * j + 2 * t4 + (e & 1); };
   const auto transposed_col = [&](int e) { return acc_row0 + 8 * (e >> 1); };
 
+  // fp16 operands: this tile's columns' exponents (the weight rows of this head of q, k or v).
+  const int32_t* w_exps = kUnscale ? p.w_exps + which * n_out + head * QkvTile::kCols : nullptr;
   if constexpr (!kClusterSplit) {
+    if constexpr (kUnscale) {  // (never transposed: the fp16 kernel has no transposed tile)
+      const int r0 = m0 + acc_row0;
+      const int ra[2] = {r0 < p.m ? p.a_exps[r0] : 0, r0 + 8 < p.m ? p.a_exps[r0 + 8] : 0};
+      // One multiply an element where all of the thread's exponents allow it (unscale_fast_ok), else ldexp's steps.
+      bool fast = unscale_fast_ok(ra[0]) && unscale_fast_ok(ra[1]);
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        const int2 wc = *reinterpret_cast<const int2*>(w_exps + 8 * j + 2 * t4);
+        fast = fast && unscale_fast_ok(wc.x) && unscale_fast_ok(wc.y);
+      }
+      const auto unscale_all = [&](auto unscale) {
+#pragma unroll
+        for (int j = 0; j < 16; ++j) {
+          const int2 wc = *reinterpret_cast<const int2*>(w_exps + 8 * j + 2 * t4);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            acc[j][2 * h] = unscale(acc[j][2 * h], ra[h] + wc.x);
+            acc[j][2 * h + 1] = unscale(acc[j][2 * h + 1], ra[h] + wc.y);
+          }
+        }
+      };
+      if (fast) {
+        unscale_all([](float x, int e) { return unscale_fast(x, e); });
+      } else {
+        unscale_all([](float x, int e) { return f16::unscale(x, e); });
+      }
+    }
     if (transposed) {
       // A warp's store of one element covers 8 consecutive columns (32 bytes) of 4 token rows: whole sectors.
 #pragma unroll
@@ -175,9 +220,9 @@ __device__ __forceinline__ void store_qkv_tile(const float (&acc)[16][4], const 
     const uint32_t split = gridDim.z, rank = device::cluster_ctarank();
     const float4 wv4 = which < 2 ? reinterpret_cast<const float4*>(norm_w)[lane] : make_float4(1.f, 1.f, 1.f, 1.f);
     if (split == 4) {
-      reduce_store_rows<4>(p, which, out, n_out, m0, parked, rank, wv4);
+      reduce_store_rows<4, kUnscale>(p, which, out, n_out, m0, parked, rank, wv4, w_exps);
     } else {
-      reduce_store_rows<2>(p, which, out, n_out, m0, parked, rank, wv4);  // the launcher splits by 2 or 4
+      reduce_store_rows<2, kUnscale>(p, which, out, n_out, m0, parked, rank, wv4, w_exps);  // split by 2 or 4
     }
     device::splitk::partials_read();
   }

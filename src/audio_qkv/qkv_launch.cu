@@ -138,6 +138,7 @@ Status prepare_audio_kernels(detail::DeviceInfo* dev) {
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_gemm_kernel<true, false>), QkvGemmTraits::kSmemBytes));
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_gemm_kernel<false, false>), QkvGemmTraits::kSmemBytes));
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(Tf32x3Kernel<false>::get()), Qkv3xTf32Traits::kSmemBytes));
+  GK_RETURN_IF_ERROR(prepare_f16_kernels(dev));
   for (int s = 2; s <= 4; s += 2) {
     GK_RETURN_IF_ERROR(detail::max_active_clusters(kOp, reinterpret_cast<const void*>(Tf32Kernel<true>::get()),
                                                    QkvGemmTraits::kThreads, QkvGemmTraits::kSmemBytes, s,

@@ -12,7 +12,7 @@ namespace {
 struct Key {
   const char* name;
   int8_t Overrides::*field;
-  const char* values[4];  // value i sets the field to i; null-terminated
+  const char* values[5];  // value i sets the field to i; null-terminated
 };
 
 // The one table of override keys.
@@ -25,12 +25,12 @@ constexpr Key kKeys[] = {
     {"kv_gemm", &Overrides::kv_gemm, {"batched", "separate", nullptr}},
     {"o_prefetch", &Overrides::o_prefetch, {"off", "attention", "projection", nullptr}},
     {"o_proj", &Overrides::o_proj, {"cublas", "skinny", nullptr}},
-    {"audio.tf32", &Overrides::audio_tf32, {"splitk", "persistent", "cublas", nullptr}},
+    {"audio.tf32", &Overrides::audio_tf32, {"splitk", "persistent", "cublas", "f16", nullptr}},
     {"audio.stream_k", &Overrides::audio_stream_k, {"on", "off", nullptr}},
     {"audio.v_round", &Overrides::audio_v_round, {"kernel", "pass", nullptr}},
     {"audio.v_weights", &Overrides::audio_v_weights, {"smem", "registers", nullptr}},
     {"audio.activations", &Overrides::audio_activations, {"prepass", "smem", nullptr}},
-    {"audio.exact", &Overrides::audio_exact, {"tf32x3", "cublas", nullptr}},
+    {"audio.exact", &Overrides::audio_exact, {"tf32x3", "cublas", "f16", nullptr}},
 };
 
 std::string allowed(const Key& k) {

@@ -29,12 +29,12 @@ struct Overrides {
   int8_t o_prefetch = kAuto;         // 0 off, 1 attention, 2 projection: who fetches W_o into L2
   int8_t o_proj = kAuto;             // 0 cublas, 1 skinny: the O projection (cuBLASLt, or the few-row kernel)
   // The audio QKV operator.
-  int8_t audio_tf32 = kAuto;         // 0 splitk, 1 persistent, 2 cublas
+  int8_t audio_tf32 = kAuto;         // 0 splitk, 1 persistent, 2 cublas, 3 f16 (fp16 tensor cores)
   int8_t audio_stream_k = kAuto;     // 0 on, 1 off: stream-K on the persistent kernel's last rounds
   int8_t audio_v_round = kAuto;      // 0 kernel, 1 pass: who rounds v's weights for the persistent kernel
   int8_t audio_v_weights = kAuto;    // 0 smem, 1 registers: where the split-K tf32 kernel rounds v's weights
   int8_t audio_activations = kAuto;  // 0 prepass, 1 smem: where the split-K kernels prepare the activations
-  int8_t audio_exact = kAuto;        // 0 tf32x3, 1 cublas: the exact mode's kernel
+  int8_t audio_exact = kAuto;        // 0 tf32x3, 1 cublas, 2 f16 (two fp16 terms): the exact mode's kernel
 };
 
 // Parses `spec` (null or empty: no overrides) into *out, starting from a default Overrides. On error *out is

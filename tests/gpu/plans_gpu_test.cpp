@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "device_buffer.hpp"
 #include "env_overrides.hpp"
 #include "gpu_test_util.hpp"
 #include "problems.hpp"
@@ -133,6 +134,11 @@ TEST_P(AudioPinned, Suite) {
       r.seed = next_seed();
       std::string plan;
       GK_ASSERT_OK(gk::audio_qkv_plan(handle(), p.config(), p.tensors(), &plan));
+      // A pinned fp16 path must be the one that runs (the suite's shapes all fit it).
+      const char* f16_pin = prec == GK_PRECISION_TF32 ? "audio.tf32=f16" : "audio.exact=f16";
+      if (std::string(GetParam()).find(f16_pin) != std::string::npos) {
+        EXPECT_NE(plan.find(f16_pin), std::string::npos) << plan;
+      }
       GK_ASSERT_OK(p.run_fresh(r, handle(), stream()));
       p.run_gpu_reference(stream());
       const auto js = p.judge(w.atol, w.rtol, stream());
@@ -153,7 +159,45 @@ INSTANTIATE_TEST_SUITE_P(Plans, AudioPinned,
                                            "audio.tf32=persistent,audio.v_round=kernel",
                                            "audio.tf32=splitk,audio.v_weights=registers",
                                            "audio.tf32=splitk,audio.v_weights=smem",
-                                           "audio.tf32=splitk,audio.activations=smem,audio.exact=tf32x3"),
+                                           "audio.tf32=splitk,audio.activations=smem,audio.exact=tf32x3",
+                                           "audio.tf32=f16,audio.exact=f16", "audio.tf32=persistent,audio.exact=tf32x3"),
                          [](const auto& info) { return "p" + std::to_string(info.index); });
+
+// Weights prepared once (gk_audio_qkv_prepare) give the same bits as the fp16 path preparing them per call (the
+// same pass and kernel), and pass the official rule on every 054 workload; a second call reuses them.
+class AudioPreparedWeights : public gk_test::GpuTest {};
+
+TEST_F(AudioPreparedWeights, SameBitsAsTheFp16PathOnEverySuiteWorkload) {
+  const auto& suite = gk_testkit::builtin_suite("054");
+  const Pinned pin(handle(), "audio.tf32=f16");
+  GK_ASSERT_OK(pin.status());
+  for (const auto& w : suite.workloads) {
+    AudioProblem p(gk_testkit::audio_config(suite, w, GK_PRECISION_TF32));
+    gk_testkit::AudioRecipe r;
+    r.seed = next_seed();
+    p.generate(r, stream());
+    p.poison_output(stream());
+    GK_ASSERT_OK(p.run(handle(), stream()));
+    const std::vector<uint32_t> per_call = p.output_bits(stream());
+    size_t bytes = 0;
+    GK_ASSERT_OK(gk::audio_qkv_prepared_size(p.config(), &bytes));
+    gk_testkit::DeviceBuffer buf(bytes);
+    gk_audio_qkv_prepared prepared{};
+    GK_ASSERT_OK(gk::audio_qkv_prepare(handle(), p.config(), p.tensors(), buf.get(), bytes, stream(), &prepared));
+    const std::string where = "B" + std::to_string(w.batch) + " S" + std::to_string(w.seq_len);
+    for (int call = 0; call < 2; ++call) {
+      p.poison_output(stream());
+      GK_ASSERT_OK(p.run_prepared(handle(), prepared, stream()));
+      EXPECT_EQ(p.output_bits(stream()), per_call) << where << " call " << call;
+    }
+    p.run_gpu_reference(stream());
+    const auto js = p.judge(w.atol, w.rtol, stream());
+    for (int i = 0; i < 3; ++i) {
+      const std::string what = "054 prepared weights " + where + " " + "qkv"[i];
+      gk_test::report(what, r.seed, js[i], suite.required_matched_ratio);
+      EXPECT_TRUE(js[i].passed(suite.required_matched_ratio)) << what << ": " << js[i].summary(0.99);
+    }
+  }
+}
 
 }  // namespace

@@ -207,18 +207,22 @@ TEST(AudioPlanner, SuiteDispatch) {
     SCOPED_TRACE("M=" + std::to_string(rows));
     const auto p = audio_plan(w.batch, w.seq_len, GK_PRECISION_TF32);
     const int64_t tiles = (rows + 127) / 128 * 24;
-    if (tiles <= 132) {
+    if (rows >= 6144) {
+      EXPECT_EQ(p.path, AudioPath::kSplitkF16);  // fp16 operands past 6144 rows
+    } else if (tiles <= 132) {
       EXPECT_EQ(p.path, AudioPath::kSplitkTf32);
-      EXPECT_TRUE(p.activations_prepass);
-      EXPECT_EQ(p.v_registers, p.split > 1);
+      // One launch: the activations rounded in shared memory (v's weights then too: no register rounding).
+      EXPECT_FALSE(p.activations_prepass);
+      EXPECT_FALSE(p.v_registers);
     } else {
       EXPECT_EQ(p.path, AudioPath::kPersistentTf32);
       // Stream-K where the last round of whole units is at most 0.6 full: M = 2048 and 6184 in the suite.
       EXPECT_EQ(p.grid.sk.run > 0, rows == 2048 || rows == 6184);
     }
     const auto e = audio_plan(w.batch, w.seq_len, GK_PRECISION_EXACT);
-    EXPECT_EQ(e.path, AudioPath::kSplitkTf32x3);
-    EXPECT_TRUE(e.activations_prepass);
+    // Two fp16 terms past 128 rows; 3xTF32 (activations by a pass) at (1, 128).
+    EXPECT_EQ(e.path, rows > 128 ? AudioPath::kSplitkF16 : AudioPath::kSplitkTf32x3);
+    if (rows <= 128) EXPECT_TRUE(e.activations_prepass);
   }
 }
 
@@ -229,12 +233,35 @@ TEST(AudioPlanner, PinsAndCapture) {
   EXPECT_EQ(audio_plan(1, 128, GK_PRECISION_TF32, pins("audio.tf32=persistent")).path, AudioPath::kPersistentTf32);
   EXPECT_EQ(audio_plan(2, 1024, GK_PRECISION_TF32, pins("audio.stream_k=off")).grid.sk.run, 0);
   EXPECT_FALSE(audio_plan(1, 128, GK_PRECISION_TF32, pins("audio.activations=smem")).activations_prepass);
+  const auto pass = audio_plan(1, 128, GK_PRECISION_TF32, pins("audio.activations=prepass"));
+  EXPECT_TRUE(pass.activations_prepass);
+  EXPECT_EQ(pass.v_registers, pass.split > 1);
   EXPECT_FALSE(audio_plan(1, 128, GK_PRECISION_TF32, pins("audio.v_weights=smem")).v_registers);
   EXPECT_EQ(audio_plan(1, 128, GK_PRECISION_EXACT, pins("audio.exact=cublas")).path, AudioPath::kCublas);
   // The kernel's own v rounding hands slices over under the call's epoch: never under capture.
-  EXPECT_TRUE(audio_plan(1, 8192, GK_PRECISION_TF32, pins("audio.v_round=kernel")).v_round_in_kernel);
-  EXPECT_FALSE(audio_plan(1, 8192, GK_PRECISION_TF32, pins("audio.v_round=kernel"), true).v_round_in_kernel);
-  EXPECT_FALSE(audio_plan(1, 8192, GK_PRECISION_TF32, pins("audio.v_round=pass")).v_round_in_kernel);
+  EXPECT_TRUE(audio_plan(1, 8192, GK_PRECISION_TF32, pins("audio.tf32=persistent,audio.v_round=kernel")).v_round_in_kernel);
+  EXPECT_FALSE(audio_plan(1, 8192, GK_PRECISION_TF32, pins("audio.tf32=persistent,audio.v_round=kernel"), true).v_round_in_kernel);
+  EXPECT_FALSE(audio_plan(1, 8192, GK_PRECISION_TF32, pins("audio.tf32=persistent,audio.v_round=pass")).v_round_in_kernel);
+}
+
+// The fp16 pins (audio.tf32=f16, audio.exact=f16) take the fp16 path while its activations fit the workspace's
+// bound, and print themselves; past the bound the planner keeps its own choice.
+TEST(AudioPlanner, Fp16PinsTakeTheFp16PathWithinTheBound) {
+  for (const gk_precision prec : {GK_PRECISION_TF32, GK_PRECISION_EXACT}) {
+    const int terms = prec == GK_PRECISION_TF32 ? 1 : 2;
+    const int64_t cap = (int64_t(256) << 20) / (2 * terms * 1024);
+    for (const int64_t rows : {int64_t(128), int64_t(8192), cap, cap + 1}) {
+      const gk_audio_qkv_config c{1, rows, 1024, 8, 128, 1e-6f, prec};
+      gk::audio::AudioPlan p;
+      ASSERT_TRUE(gk::audio::plan_audio(c, hopper(), pins("audio.tf32=f16,audio.exact=f16"), false, 0, &p).ok());
+      const bool f16 = rows <= cap;
+      EXPECT_EQ(p.path == gk::audio::AudioPath::kSplitkF16, f16) << rows << " rows, terms " << terms;
+      if (f16) {
+        EXPECT_NE(gk::detail::format_overrides(p.chosen).find(terms == 1 ? "audio.tf32=f16" : "audio.exact=f16"),
+                  std::string::npos);
+      }
+    }
+  }
 }
 
 TEST(AudioPlanner, PrintedPlanPinsTheSamePlan) {

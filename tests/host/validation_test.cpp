@@ -324,8 +324,12 @@ size_t audio_workspace_bytes(gk_precision precision, int64_t rows) {
 
 // Exact mode reserves the split activations (8 B*S*hidden bytes) up to 256 MiB, and nothing for them beyond.
 TEST(AudioWorkspace, ExactModeSplitScratchIsBounded) {
-  const auto need = [](int64_t rows) { return audio_workspace_bytes(GK_PRECISION_EXACT, rows); };
   const int64_t k = AudioCall().c.hidden;
+  // Less the fp16 path's two-term activations and their exponents (its weights' part is the same for every count).
+  const auto round256 = [](int64_t b) { return size_t((b + 255) / 256 * 256); };
+  const auto need = [&](int64_t rows) {
+    return audio_workspace_bytes(GK_PRECISION_EXACT, rows) - round256(4 * rows * k) - round256(4 * rows);
+  };
   const size_t small = need(1024), large = need(2048);
   EXPECT_EQ(large - small, size_t(8 * 1024 * k));  // both multiples of the 256-byte carve alignment here
   const int64_t cap_rows = (int64_t(32) << 20) / k;
@@ -336,9 +340,13 @@ TEST(AudioWorkspace, ExactModeSplitScratchIsBounded) {
 // tf32 mode reserves v's weights rounded (4 H D hidden bytes) or, up to three weights' worth, the split kernel's
 // rounded activations (4 B S hidden bytes), whichever is larger.
 TEST(AudioWorkspace, Tf32ScratchIsVWeightsOrSmallActivations) {
-  const auto need = [](int64_t rows) { return audio_workspace_bytes(GK_PRECISION_TF32, rows); };
   const gk_audio_qkv_config c = AudioCall().c;
   const int64_t k = c.hidden, n = c.num_heads * c.head_dim;
+  // Less the fp16 path's activations and their exponents (its weights' part is the same for every row count).
+  const auto round256 = [](int64_t b) { return size_t((b + 255) / 256 * 256); };
+  const auto need = [&](int64_t rows) {
+    return audio_workspace_bytes(GK_PRECISION_TF32, rows) - round256(2 * rows * k) - round256(4 * rows);
+  };
   const size_t base = need(1);  // the GEMM workspace and v's weights
   EXPECT_EQ(need(n), base);
   EXPECT_EQ(need(3 * n) - base, size_t(4 * 2 * n * k));  // activations of 3 n rows against n weight rows
@@ -540,6 +548,71 @@ TEST(Gemma3Split, RejectsWhatItCannotTakeWithItsReason) {
          GK_STATUS_INVALID_ARGUMENT, "gemma3_qkv");
   expect(gk_gemma3_attend_forward(nullptr, &x.c, &x.a, &x.cache, fake_ptr(20), 1 << 30, nullptr),
          GK_STATUS_INVALID_ARGUMENT, "gemma3_attend");
+}
+
+}  // namespace
+
+namespace {
+
+// Prepared weights (gk_audio_qkv_prepare): the buffer's size, and what is rejected before any launch, without a
+// GPU (every case fails before the handle is needed).
+TEST(AudioPrepared, SizeIsTheThreeWeightsInFp16AndTheirExponents) {
+  const gk_audio_qkv_config c = AudioCall().c;
+  const size_t rows = size_t(3 * c.num_heads * c.head_dim);
+  const auto round256 = [](size_t b) { return (b + 255) / 256 * 256; };
+  size_t bytes = 0;
+  ASSERT_EQ(gk_audio_qkv_prepared_size(&c, &bytes), GK_STATUS_SUCCESS) << gk_last_error_message();
+  EXPECT_EQ(bytes, round256(rows * size_t(c.hidden) * 2) + round256(rows * 4));
+  gk_audio_qkv_config exact = c;
+  exact.precision = GK_PRECISION_EXACT;
+  EXPECT_EQ(gk_audio_qkv_prepared_size(&exact, &bytes), GK_STATUS_NOT_SUPPORTED);
+  EXPECT_NE(std::string(gk_last_error_message()).find("tf32 mode"), std::string::npos) << gk_last_error_message();
+}
+
+TEST(AudioPrepared, PrepareRejectsBadBuffersAndWeights) {
+  AudioCall call;
+  size_t bytes = 0;
+  ASSERT_EQ(gk_audio_qkv_prepared_size(&call.c, &bytes), GK_STATUS_SUCCESS);
+  gk_audio_qkv_prepared out{};
+  void* data = fake_ptr(30);
+  EXPECT_EQ(gk_audio_qkv_prepare(nullptr, &call.c, &call.t, data, bytes, nullptr, nullptr),
+            GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(gk_audio_qkv_prepare(nullptr, &call.c, &call.t, data, bytes - 1, nullptr, &out),
+            GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gk_last_error_message()).find("gk_audio_qkv_prepared_size"), std::string::npos);
+  EXPECT_EQ(gk_audio_qkv_prepare(nullptr, &call.c, &call.t, static_cast<char*>(data) + 16, bytes, nullptr, &out),
+            GK_STATUS_INVALID_ARGUMENT);
+  call.t.k_proj_weight = make(3, GK_DTYPE_F32, {call.c.num_heads * call.c.head_dim, call.c.hidden + 64});
+  EXPECT_EQ(gk_audio_qkv_prepare(nullptr, &call.c, &call.t, data, bytes, nullptr, &out), GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gk_last_error_message()).find("k_proj_weight"), std::string::npos) << gk_last_error_message();
+  EXPECT_EQ(out.data, nullptr);  // nothing filled
+}
+
+TEST(AudioPrepared, ForwardRejectsAnotherShapeAndOverlaps) {
+  AudioCall call;
+  size_t bytes = 0;
+  ASSERT_EQ(gk_audio_qkv_prepared_size(&call.c, &bytes), GK_STATUS_SUCCESS);
+  const gk_audio_qkv_prepared prepared{call.c.hidden, call.c.num_heads, call.c.head_dim, fake_ptr(30), bytes};
+  void* ws = fake_ptr(20);
+  gk_audio_qkv_prepared other = prepared;
+  other.num_heads = 4;
+  EXPECT_EQ(gk_audio_qkv_forward_prepared(nullptr, &call.c, &call.t, &other, ws, size_t(1) << 34, nullptr),
+            GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gk_last_error_message()).find("prepared for"), std::string::npos) << gk_last_error_message();
+  other = prepared;
+  other.bytes = bytes - 256;
+  EXPECT_EQ(gk_audio_qkv_forward_prepared(nullptr, &call.c, &call.t, &other, ws, size_t(1) << 34, nullptr),
+            GK_STATUS_INVALID_ARGUMENT);
+  // An output inside the prepared buffer.
+  call.t.value_states.data = static_cast<char*>(prepared.data) + 1024;
+  EXPECT_EQ(gk_audio_qkv_forward_prepared(nullptr, &call.c, &call.t, &prepared, ws, size_t(1) << 34, nullptr),
+            GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gk_last_error_message()).find("prepared weights"), std::string::npos)
+      << gk_last_error_message();
+  gk_audio_qkv_config exact = call.c;
+  exact.precision = GK_PRECISION_EXACT;
+  EXPECT_EQ(gk_audio_qkv_forward_prepared(nullptr, &exact, &call.t, &prepared, ws, size_t(1) << 34, nullptr),
+            GK_STATUS_NOT_SUPPORTED);
 }
 
 }  // namespace

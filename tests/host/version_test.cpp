@@ -27,7 +27,8 @@ TEST(Version, AbiDescribesTheStructs) {
   EXPECT_EQ(gk_abi_struct_size(-1), 0u);
   EXPECT_EQ(gk_abi_struct_size(GK_ABI_GEMMA3_QKV_TENSORS), sizeof(gk_gemma3_qkv_tensors));
   EXPECT_EQ(gk_abi_struct_size(GK_ABI_GEMMA3_ATTEND_TENSORS), sizeof(gk_gemma3_attend_tensors));
-  EXPECT_EQ(gk_abi_struct_size(8), 0u);
+  EXPECT_EQ(gk_abi_struct_size(GK_ABI_AUDIO_PREPARED), sizeof(gk_audio_qkv_prepared));
+  EXPECT_EQ(gk_abi_struct_size(9), 0u);
 }
 
 }  // namespace

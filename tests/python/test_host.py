@@ -238,3 +238,17 @@ def test_cached_and_split_calls_go_through_the_ctypes_declarations():
     size = ctypes.c_size_t()
     _lib.check(lib.gk_gemma3_attend_workspace_size(ctypes.byref(cfg), ctypes.byref(size)))
     assert size.value > 0
+
+
+def test_prepared_weights_size_and_refusals_through_ctypes():
+    """The prepared-weights entry points' declarations: the size of the three weights in fp16 with their exponents,
+    and the exact mode refused with the library's message (no GPU needed)."""
+    lib = _lib.library()
+    cfg = _lib.AudioConfig(1, 1, 1024, 8, 128, 1e-6, _lib.PRECISION_TF32)
+    size = ctypes.c_size_t()
+    _lib.check(lib.gk_audio_qkv_prepared_size(ctypes.byref(cfg), ctypes.byref(size)))
+    rows = 3 * 8 * 128
+    assert size.value == -(-rows * 1024 * 2 // 256) * 256 + -(-rows * 4 // 256) * 256
+    cfg.precision = _lib.PRECISION_EXACT
+    with pytest.raises(_lib.GkNotSupportedError, match="tf32 mode"):
+        _lib.check(lib.gk_audio_qkv_prepared_size(ctypes.byref(cfg), ctypes.byref(size)))

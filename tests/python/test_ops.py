@@ -230,3 +230,31 @@ def test_cache_errors_carry_the_library_message():
         gemma_kernels.gemma3_attend(q, k, v, lens, t["wo"], 1)
     with pytest.raises(ValueError, match="cache_seqlens: dtype"):
         gemma_kernels.gemma3_attend(q, k, v, lens.long(), t["wo"], 0)
+
+
+# ---- prepared weights ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("w", [w for w in SUITE_054["workloads"] if w["batch"] * w["seq_len"] in (128, 586, 4096)],
+                         ids=lambda w: f"B{w['batch']}_S{w['seq_len']}")
+def test_054_prepared_weights_official_rule(w):
+    """Weights prepared once (fp16 operands with tf32's rounding), then two calls: both pass the official rule and
+    give the same bits."""
+    cfg = SUITE_054["constants"]
+    t = audio_inputs(cfg, w["batch"], w["seq_len"], gen(3000 + w["batch"] * 7919 + w["seq_len"]))
+    t64 = {k: v.double() for k, v in t.items()}
+    refs = audio_qkv(t64["x"], t64["wq"], t64["wk"], t64["wv"], t64["qn"], t64["kn"], cfg["eps"], cfg["num_heads"],
+                     cfg["head_dim"])
+    prepared = gemma_kernels.prepare_audio_weights(t["wq"], t["wk"], t["wv"], head_dim=cfg["head_dim"])
+    first = gemma_kernels.audio_qkv_prepared(t["x"], prepared, t["qn"], t["kn"], eps=cfg["eps"])
+    again = gemma_kernels.audio_qkv_prepared(t["x"], prepared, t["qn"], t["kn"], eps=cfg["eps"])
+    for name, out, out2, ref in zip("qkv", first, again, refs):
+        assert torch.equal(out, out2), name
+        j = judge(out, ref, w["atol"], w["rtol"], SUITE_054["required_matched_ratio"])
+        assert j["pass"], (w, name, j)
+
+
+def test_prepared_weights_of_another_shape_are_refused():
+    a = small_audio()
+    prepared = gemma_kernels.prepare_audio_weights(a["wq"], a["wk"], a["wv"], head_dim=a["qn"].shape[0])
+    other = prepared._replace(hidden=prepared.hidden + 64)
+    with pytest.raises(ValueError, match="prepared for"):
+        gemma_kernels.audio_qkv_prepared(a["x"], other, a["qn"], a["kn"])

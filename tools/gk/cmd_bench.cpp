@@ -61,10 +61,13 @@ gk_testkit::WorkloadResult bench_case(const Case& c, const BenchOptions& o, cons
   std::vector<std::unique_ptr<gk_testkit::OperatorProblem>> sets;
   for (int i = 0; i < o.input_sets; ++i) {
     sets.push_back(c.gemma3 ? gk_testkit::OperatorProblem::make(c.g, c.weights, c.cached)
-                            : gk_testkit::OperatorProblem::make(c.a));
+                            : gk_testkit::OperatorProblem::make(c.a, o.prepared_weights));
   }
   const gk_testkit::InputOptions inputs;  // the suites' recipe
   check_ok(sets[0]->plan(handle, &w.plan));
+  // Prepared weights always take the fp16 path: its split-K grid within one wave, the persistent one beyond (or as
+  // the handle's audio.tf32 pin says).
+  if (o.prepared_weights && !c.gemma3) w.plan = "prepared weights (fp16 path)";
 
   auto& k = w.check;
   k.atol = c.atol;
@@ -124,6 +127,9 @@ void add_bench(CLI::App& app, BenchOptions& o) {
   cmd->add_option("--iters", o.iterations, "Timed iterations")->check(CLI::PositiveNumber);
   cmd->add_option("--input-sets", o.input_sets, "Input sets rotated through while timing")
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--prepared-weights", o.prepared_weights,
+                "audio: time calls on weights prepared once per input set (gk_audio_qkv_prepare, tf32 mode; the "
+                "weights' conversion is then not in the timed call). The suites' numbers are from fp32 weights");
   cmd->add_option("--json", o.json, "Write every number to this JSON file (schema gk-bench/1)");
   cmd->add_option("--peak-tflops", o.peak_tflops, "bf16 dense peak, TFLOP/s (default: the device's datasheet)");
   cmd->add_option("--peak-tf32-tflops", o.peak_tf32_tflops, "tf32 dense peak, TFLOP/s");
@@ -138,6 +144,13 @@ int bench(const BenchOptions& o_in) {
   BenchOptions o = o_in;
   if (o.custom) o.shape.suite.clear();
   const std::vector<Case> cases = build_cases(o.shape);
+  if (o.prepared_weights) {
+    for (const Case& c : cases) {
+      if (!c.gemma3 && c.a.precision != GK_PRECISION_TF32) {
+        throw UsageError("--prepared-weights: prepared weights take the tf32 mode (--precision tf32)");
+      }
+    }
+  }
   std::string why;
   if (!gk_testkit::cuda_device_available(&why)) throw UsageError(why + ": gk bench needs a CUDA GPU");
 
@@ -179,7 +192,7 @@ int bench(const BenchOptions& o_in) {
       gk_testkit::SuiteResult s;
       s.id = c.suite_id;
       s.op = c.gemma3 ? "gemma3_attention" : "audio_qkv";
-      s.title = c.suite_title;
+      s.title = c.suite_title + (o.prepared_weights && !c.gemma3 ? " [weights prepared once: gk_audio_qkv_prepare]" : "");
       s.precision = c.gemma3 ? "bf16" : (c.a.precision == GK_PRECISION_TF32 ? "tf32" : "exact");
       report.suites.push_back(s);
     }

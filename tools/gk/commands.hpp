@@ -38,6 +38,7 @@ struct BenchOptions {
   uint64_t seed = 0;
   bool breakdown = false;
   bool custom = false;  // --op given: a custom shape instead of suites
+  bool prepared_weights = false;  // audio: weights prepared once before timing (gk_audio_qkv_prepare)
 };
 
 void add_bench(CLI::App& app, BenchOptions& opts);

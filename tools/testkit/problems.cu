@@ -395,6 +395,12 @@ gk::Status AudioProblem::run(gk_handle_t handle, cudaStream_t stream) {
   return gk::audio_qkv_forward(handle, config_, tensors(), workspace_.get(), workspace_.bytes(), stream);
 }
 
+gk::Status AudioProblem::run_prepared(gk_handle_t handle, const gk_audio_qkv_prepared& prepared,
+                                      cudaStream_t stream) {
+  return gk::audio_qkv_forward_prepared(handle, config_, tensors(), prepared, workspace_.get(), workspace_.bytes(),
+                                        stream);
+}
+
 void AudioProblem::run_gpu_reference(cudaStream_t stream) {
   GK_TK_CUDA(gk_ref_gpu::audio_qkv(ref_dims(config_), hidden_.as<float>(), wq_.as<float>(), wk_.as<float>(),
                                    wv_.as<float>(), qn_.as<float>(), kn_.as<float>(), ref_q_.as<double>(),
@@ -484,11 +490,23 @@ class Gemma3Operator : public OperatorProblem {
 
 class AudioOperator : public OperatorProblem {
  public:
-  explicit AudioOperator(const gk_audio_qkv_config& c) : p_(c) {}
+  AudioOperator(const gk_audio_qkv_config& c, bool prepared_weights) : p_(c), prepared_weights_(prepared_weights) {}
   gk::Status run_fresh(uint64_t seed, const InputOptions& in, gk_handle_t h, cudaStream_t s) override {
-    return p_.run_fresh(audio_recipe(seed, in), h, s);
+    p_.generate(audio_recipe(seed, in), s);
+    p_.poison_output(s);
+    if (prepared_weights_) {
+      size_t bytes = 0;
+      gk::Status st = gk::audio_qkv_prepared_size(p_.config(), &bytes);
+      if (!st.ok()) return st;
+      if (prepared_buf_.bytes() < bytes) prepared_buf_.resize(bytes);
+      st = gk::audio_qkv_prepare(h, p_.config(), p_.tensors(), prepared_buf_.get(), bytes, s, &prepared_);
+      if (!st.ok()) return st;
+    }
+    return run(h, s);
   }
-  gk::Status run(gk_handle_t h, cudaStream_t s) override { return p_.run(h, s); }
+  gk::Status run(gk_handle_t h, cudaStream_t s) override {
+    return prepared_weights_ ? p_.run_prepared(h, prepared_, s) : p_.run(h, s);
+  }
   gk::Status plan(gk_handle_t h, std::string* out) const override { return plan_of(h, p_, out); }
   std::vector<std::pair<std::string, Judgement>> check(double atol, double rtol, bool cpu, cudaStream_t s) override {
     cpu ? p_.run_cpu_reference(s) : p_.run_gpu_reference(s);
@@ -498,6 +516,9 @@ class AudioOperator : public OperatorProblem {
 
  private:
   AudioProblem p_;
+  bool prepared_weights_;
+  DeviceBuffer prepared_buf_;
+  gk_audio_qkv_prepared prepared_{};
 };
 
 }  // namespace
@@ -507,8 +528,8 @@ std::unique_ptr<OperatorProblem> OperatorProblem::make(const gk_gemma3_attention
   return std::make_unique<Gemma3Operator>(c, weights, cached);
 }
 
-std::unique_ptr<OperatorProblem> OperatorProblem::make(const gk_audio_qkv_config& c) {
-  return std::make_unique<AudioOperator>(c);
+std::unique_ptr<OperatorProblem> OperatorProblem::make(const gk_audio_qkv_config& c, bool prepared_weights) {
+  return std::make_unique<AudioOperator>(c, prepared_weights);
 }
 
 }  // namespace gk_testkit

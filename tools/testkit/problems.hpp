@@ -148,6 +148,8 @@ class AudioProblem {
     poison_output(stream);
     return run(handle, stream);
   }
+  // The forward pass with weights prepared by gk_audio_qkv_prepare (from this problem's weights, or others).
+  gk::Status run_prepared(gk_handle_t handle, const gk_audio_qkv_prepared& prepared, cudaStream_t stream);
   void run_gpu_reference(cudaStream_t stream);
   void run_cpu_reference(cudaStream_t stream);
   // The yardstick for exact mode: v = hs * Wv^T by cuBLAS SGEMM (fp32 FMA, default math mode) written over the
@@ -183,7 +185,8 @@ class OperatorProblem {
   virtual ~OperatorProblem() = default;
   static std::unique_ptr<OperatorProblem> make(const gk_gemma3_attention_config& config,
                                                WeightLayout weights = WeightLayout::kSeparate, int64_t cached = 0);
-  static std::unique_ptr<OperatorProblem> make(const gk_audio_qkv_config& config);
+  // prepared_weights: each fresh run prepares the weights once (gk_audio_qkv_prepare) and run() takes them.
+  static std::unique_ptr<OperatorProblem> make(const gk_audio_qkv_config& config, bool prepared_weights = false);
 
   virtual gk::Status run_fresh(uint64_t seed, const InputOptions& in, gk_handle_t handle, cudaStream_t stream) = 0;
   virtual gk::Status run(gk_handle_t handle, cudaStream_t stream) = 0;

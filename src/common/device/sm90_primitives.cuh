@@ -286,6 +286,20 @@ __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[16][4], uint64_t 
       : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 
+// D[64x128] (+)= A[64x16] * B[16x128] in fp16 (fp32 accumulation); A and B K-major in shared memory, the
+// accumulator layout of wgmma_m64n128k16_ss.
+__device__ __forceinline__ void wgmma_m64n128k16_f16_ss(float (&d)[16][4], uint64_t desc_a, uint64_t desc_b,
+                                                        int accumulate) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " GK_WGMMA_D64 ", %64, %65, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : GK_WGMMA_D64_OPERANDS(d)
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
 #define GK_WGMMA_D32                                                                                              \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
   "%24, %25, %26, %27, %28, %29, %30, %31}"

@@ -1,0 +1,86 @@
+// Launch of the audio QKV projection on fp16 operands (issue 38): one pass makes the activations' and (unless
+// prepared) the weights' fp16 operands with their row exponents (f16_rows.cuh), then the split-K grid
+// (qkv_f16_splitk_sm90.cuh, one or two terms) runs as its programmatic dependent, dividing the exponents back out.
+#include <cuda_runtime.h>
+
+#include "audio_qkv/launchers.hpp"
+#include "audio_qkv/plan.hpp"
+#include "audio_qkv/qkv_f16_splitk_sm90.cuh"
+#include "common/cuda_check.hpp"
+#include "common/kernel_launch.hpp"
+#include "common/tensor_map.hpp"
+
+namespace gk::audio {
+
+namespace {
+constexpr const char* kOp = "audio_qkv";
+}  // namespace
+
+int f16_call_matrices(const QkvGemmParams& p, const F16Operands& f16, bool weights_prepared,
+                      F16Matrix (&out)[kMaxF16Matrices]) {
+  const bool two = f16.terms == 2;
+  const int64_t n = int64_t(p.heads) * kAudioHeadDim, a_elems = int64_t(p.m) * p.k_dim, w_elems = 3 * n * p.k_dim;
+  out[0] = F16Matrix{p.hidden, p.m, f16.a, two ? f16.a + a_elems : nullptr, f16.a_exps};
+  if (weights_prepared) return 1;
+  const float* w[3] = {p.wq, p.wk, p.wv};
+  for (int i = 0; i < 3; ++i) {
+    uint16_t* hi = f16.w + i * n * p.k_dim;
+    out[1 + i] = F16Matrix{w[i], n, hi, two ? hi + w_elems : nullptr, f16.w_exps + i * n};
+  }
+  return 4;
+}
+
+Status launch_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan, const F16Operands& f16,
+                             bool weights_prepared, cudaStream_t stream) {
+  using Tr = QkvF16Traits<1>;  // the tile and K-block both forms share
+  QkvGemmParams p = params;
+  const int split = plan.split, terms = f16.terms;
+  const int64_t n = int64_t(p.heads) * Tr::kBN, w_rows = 3 * n;
+  if (!splitk_supported(p.m, p.k_dim, p.heads) || p.k_dim % Tr::kBK != 0 || (split != 1 && split != 2 && split != 4) ||
+      (p.k_dim / Tr::kBK) % split != 0 || (terms != 1 && terms != 2)) {
+    return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: M = %d, hidden %d, K split %d outside the fp16 kernel", kOp,
+                         p.m, p.k_dim, split);
+  }
+  p.k_blocks = p.k_dim / Tr::kBK / split;
+  p.a_exps = f16.a_exps;
+  p.w_exps = f16.w_exps;
+  detail::KernelLaunch pass, gemm;
+  F16Matrix mats[kMaxF16Matrices];
+  GK_RETURN_IF_ERROR(prepare_f16_rows(mats, f16_call_matrices(params, f16, weights_prepared, mats), p.k_dim, &pass));
+  // [rows, K] fp16 in 64-column x 128-row boxes; rows past the end read as zeros.
+  const uint64_t k = uint64_t(p.k_dim), stride[1] = {k * 2};
+  const uint32_t box[2] = {Tr::kBK, Tr::kBM};
+  const uint64_t a_dims[2] = {k, uint64_t(terms) * p.m}, w_dims[2] = {k, uint64_t(terms * w_rows)};
+  constexpr auto kF16 = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  CUtensorMap a_map, w_map;
+  GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &a_map, kF16, 2, f16.a, a_dims, stride, box));
+  GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &w_map, kF16, 2, f16.w, w_dims, stride, box));
+  const int64_t m_tiles = (int64_t(p.m) + Tr::kBM - 1) / Tr::kBM;
+  const dim3 grid(static_cast<unsigned>(3 * p.heads), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
+  const char* what = "fp16 QKV kernel launch";
+  const auto make = [&](auto kernel, size_t smem) {
+    const int threads = terms == 1 ? QkvF16Traits<1>::kThreads : QkvF16Traits<2>::kThreads;
+    const detail::LaunchShape shape{grid, threads, smem, split > 1, /*programmatic=*/true};
+    gemm = detail::KernelLaunch(what, kernel, shape, a_map, w_map, p);
+  };
+  if (terms == 1) {
+    split > 1 ? make(audio_qkv_f16_kernel<1, true>, QkvF16Traits<1>::kSmemBytes)
+              : make(audio_qkv_f16_kernel<1, false>, QkvF16Traits<1>::kSmemBytes);
+  } else {
+    split > 1 ? make(audio_qkv_f16_kernel<2, true>, QkvF16Traits<2>::kSmemBytes)
+              : make(audio_qkv_f16_kernel<2, false>, QkvF16Traits<2>::kSmemBytes);
+  }
+  // The GEMM is the pass's programmatic dependent.
+  GK_RETURN_IF_ERROR(pass.issue(kOp, stream));
+  return gemm.issue(kOp, stream);
+}
+
+Status prepare_f16_kernels(detail::DeviceInfo* dev) {
+  const auto opt_in = [](const void* kernel, size_t bytes) { return detail::set_smem_opt_in(kOp, kernel, bytes); };
+  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<1, false>), QkvF16Traits<1>::kSmemBytes));
+  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<1, true>), QkvF16Traits<1>::kSmemBytes));
+  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<2, false>), QkvF16Traits<2>::kSmemBytes));
+  return opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<2, true>), QkvF16Traits<2>::kSmemBytes);
+}
+
+}  // namespace gk::audio
