@@ -145,6 +145,7 @@ INSTANTIATE_TEST_SUITE_P(Small, AudioSmall, ::testing::Values(GK_PRECISION_TF32,
 // projection, so the comparison is GEMM against GEMM): within 2x of cuBLAS's relative L2 and max error. The bar any
 // faster exact path (3xTF32) must clear.
 class AudioExactVsFp32 : public GpuParamTest<std::pair<int64_t, int64_t>> {};
+class AudioExactAdversarial : public gk_test::GpuTest {};
 
 // The exact mode's error against plain fp32 cuBLAS's on v, under the handle's pins `spec` (then restored).
 void exact_vs_fp32(gk_handle_t handle, cudaStream_t stream, int64_t batch, int64_t seq_len, uint64_t seed,
@@ -177,6 +178,48 @@ TEST_P(AudioExactVsFp32, TwoFp16TermsWithinTwiceFp32CublasError) {
 TEST_P(AudioExactVsFp32, Tf32x3WithinTwiceFp32CublasError) {
   const auto [batch, seq_len] = GetParam();
   exact_vs_fp32(handle(), stream(), batch, seq_len, next_seed(), "audio.exact=tf32x3");
+}
+
+// Adversarial magnitudes: each activation row and each weight row (output feature) scaled by its own power of two,
+// 2^-24 .. 2^24 (rows 2^48 apart in one call; tiny and huge weight columns side by side): both exact forms finite
+// and within 2x of fp32 SGEMM's relative L2 and max error on v against the fp64 truth (the metrics the large outputs
+// dominate; an fp16 range error there would show as Inf or a lost row).
+void scale_rows(const gk_tensor& t, int64_t rows, int64_t cols, int shift_seed) {
+  std::vector<float> h(size_t(rows * cols));
+  GK_TK_CUDA(cudaMemcpy(h.data(), t.data, h.size() * 4, cudaMemcpyDeviceToHost));
+  for (int64_t r = 0; r < rows; ++r) {
+    const int e = static_cast<int>((r * 7919 + shift_seed) % 49) - 24;  // -24..24
+    for (int64_t c = 0; c < cols; ++c) h[r * cols + c] = std::ldexp(h[r * cols + c], e);
+  }
+  GK_TK_CUDA(cudaMemcpy(t.data, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+}
+
+TEST_F(AudioExactAdversarial, BothFormsWithinTwiceFp32OnScaledRowsAndColumns) {
+  for (const char* spec : {"audio.exact=f16", "audio.exact=tf32x3"}) {
+    GK_ASSERT_OK(gk::set_overrides(handle(), spec));
+    AudioProblem p({2, 293, 1024, 8, 128, 1e-6f, GK_PRECISION_EXACT});
+    AudioRecipe r;
+    r.seed = next_seed();
+    p.generate(r, stream());
+    GK_TK_CUDA(cudaStreamSynchronize(stream()));
+    const auto t = p.tensors();
+    scale_rows(t.hidden_states, 2 * 293, 1024, 3);
+    scale_rows(t.v_proj_weight, 1024, 1024, 11);
+    const gk::Status run = p.run(handle(), stream());
+    (void)gk_testkit::apply_env_overrides(handle());
+    GK_ASSERT_OK(run);
+    p.run_gpu_reference(stream());
+    const gk_testkit::Judgement exact = p.judge(0.002, 1e-5, stream())[2];
+    p.run_cublas_fp32_v(stream());
+    const gk_testkit::Judgement fp32 = p.judge(0.002, 1e-5, stream())[2];
+    gk_test::report(std::string("054 exact v, scaled rows, ") + spec, r.seed, exact, 0.99);
+    gk_test::report(std::string("054 cuBLAS fp32 v, scaled rows, ") + spec, r.seed, fp32, 0.99);
+    EXPECT_EQ(exact.non_finite, 0) << spec;
+    EXPECT_GT(fp32.rel_l2(), 0.0);
+    EXPECT_LE(exact.rel_l2(), 2.0 * fp32.rel_l2()) << spec << ": exact " << exact.summary(0.99) << "; fp32 "
+                                                   << fp32.summary(0.99);
+    EXPECT_LE(exact.max_abs_err, 2.0 * fp32.max_abs_err) << spec << ": exact " << exact.summary(0.99);
+  }
 }
 
 std::vector<std::pair<int64_t, int64_t>> suite_054_shapes() {
