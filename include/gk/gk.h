@@ -255,9 +255,14 @@ typedef enum gk_precision {
    * proportion to the value, which their RMSNorm divides out wherever mean(x^2) of a head is well above eps (where
    * it is not, the outputs are small and part of the bias stays). A signalling NaN whose payload lies only in those
    * 13 bits then reads as Inf there: in a q or k weight row it leaves that column NaN and, for tokens whose
-   * activation meets it nonzero, the rest of its head zero. */
+   * activation meets it nonzero, the rest of its head zero. Where the plan takes fp16 operands (audio.tf32=f16, by
+   * default from 6144 rows, and prepared weights), every input is rounded to nearest as tf32 and scaled per row by a
+   * power of two into fp16's range: the same products, except for elements more than 2^28 below their row's
+   * largest, and such a NaN stays a NaN. */
   GK_PRECISION_TF32 = 0,
-  GK_PRECISION_EXACT = 1  /* fp32-level error */
+  /* Error at or below fp32 SGEMM's: 3xTF32, or (audio.exact=f16, by default past 128 rows) each input as two fp16
+   * terms with three products, each K-block's sums added in fp32. */
+  GK_PRECISION_EXACT = 1
 } gk_precision;
 
 typedef struct gk_audio_qkv_config {
