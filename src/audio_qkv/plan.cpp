@@ -13,10 +13,9 @@ constexpr int64_t kMaxRowTiles = 65535;  // the split-K kernels' grid.y
 // The persistent kernel's time goes by rounds of clusters and cuBLASLt's by rows: at two or more rounds cuBLASLt's
 // smaller tiles win below this fill of the last round (v13).
 constexpr double kPersistentMinFill = 0.7;
-// fp16 operands (an operand pass, then the split-K grid: qkv_f16_splitk_sm90.cuh) from these rows on (v37, H100):
-// tf32 mode, M = 6184 / 8192 117.0 / 147.7 us against 130.4 / 153.9 on the persistent kernel, M = 4096 0.8-1.1 us
-// slower; exact mode (two terms), every suite row past (1, 128) (e.g. 8192: 314 against 587 us), (1, 128) 25.0
-// against 21.7 (the pass's fixed cost).
+// fp16 operands (an operand pass, then the split-K grid: qkv_f16_splitk_sm90.cuh) from these rows on: the tf32 mode
+// only where the fp16 GEMM's saving outgrows the pass's cost over the weights; the exact mode wherever its three fp16
+// products beat 3xTF32's six tf32 ones by more than the pass, every suite row but (1, 128) (perf log v37, v38).
 constexpr int64_t kTf32F16MinRows = 6144;
 constexpr int64_t kExactF16MinRows = 129;
 // v's CTAs round their weights in registers only with a K split (v19).
@@ -35,10 +34,10 @@ void plan_splitk(const AudioQkvConfig& c, const int (&resident)[detail::kMaxClus
   const int64_t tiles = splitk_tiles(rows, c.num_heads);
   const int k_blocks = static_cast<int>(c.hidden / kBK);
   p->split = detail::choose_splitk(sms, resident, tiles, k_blocks, {4, 2}, /*even_k=*/true);
-  // tf32: the kernel rounds the activations in shared memory unless pinned - one launch a call, which NVIDIA's
-  // harness times 2-7 µs faster on the smallest rows than a pass and its dependent (the gap between the two
-  // launches, slowed by API tracing, is counted there), at 0-3 µs of kernel time (docs/perf-log.md v36). Exact: the
-  // pass (its split parts cost the kernel far more in shared memory, v10.6).
+  // tf32: the kernel rounds the activations in shared memory unless pinned - one launch a call: NVIDIA's harness
+  // counts the gap between a pass and its dependent (API tracing slows the second launch), which on the smallest
+  // rows outweighs the rounding warps' kernel time (docs/perf-log.md v36). Exact: the pass (its split parts cost the
+  // kernel far more in shared memory, v10.6).
   const bool prepass = ov.audio_activations == detail::kAuto ? a_parts == 2 : ov.audio_activations == 0;
   p->activations_prepass = prepass && a_parts * rows * c.hidden <= scratch_floats;
 }

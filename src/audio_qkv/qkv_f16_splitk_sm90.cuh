@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms>::kThreads, 1)
   if constexpr (kTerms == 2) {
     // Each K-block's hi products summed apart in `block` and added into acc in fp32, rounding to nearest, so that
     // the tensor cores' own accumulation (which does not round to nearest) spans one K-block's products, not K: over
-    // K it left the error at 2-4x fp32 SGEMM's (docs/perf-log.md v35). The cross products, 2^11 smaller, accumulate
+    // K its error exceeded fp32 SGEMM's (docs/perf-log.md v35). The cross products, 2^11 smaller, accumulate
     // over K in `small` and join at the end. The block's sum is needed before the next block's products: one wait
     // per K-block, the other warpgroup's products filling it.
     float block[16][4], small[16][4];

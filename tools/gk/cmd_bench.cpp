@@ -65,8 +65,7 @@ gk_testkit::WorkloadResult bench_case(const Case& c, const BenchOptions& o, cons
   }
   const gk_testkit::InputOptions inputs;  // the suites' recipe
   check_ok(sets[0]->plan(handle, &w.plan));
-  // Prepared weights always take the fp16 path: its split-K grid within one wave, the persistent one beyond (or as
-  // the handle's audio.tf32 pin says).
+  // Prepared weights always take the fp16 path, whatever the handle's pins choose for fp32 weights.
   if (o.prepared_weights && !c.gemma3) w.plan = "prepared weights (fp16 path)";
 
   auto& k = w.check;
