@@ -63,6 +63,9 @@ Status launch_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan,
 // The pass's launch: each of `count` (1..4) matrices of rows x k floats to fp16 bits with its rows' scale
 // exponents (all with lo terms, the exact mode, or none).
 Status prepare_f16_rows(const F16Matrix* mats, int count, int k, detail::KernelLaunch* out);
+// The three weights' matrices (p.wq, p.wk, p.wv: rows of p.k_dim floats, heads * 128 each) into `w` ([terms * 3 * H *
+// 128, K] fp16: q's rows, k's, v's, then with two terms their lo rows) and `w_exps` ([3 * H * 128]), at out[0..2].
+void f16_weight_matrices(const QkvGemmParams& p, int terms, uint16_t* w, int32_t* w_exps, F16Matrix* out);
 // The matrices of a call's pass: the activations, then (unless `weights_prepared`) q's, k's and v's weights, into
 // f16's buffers. Returns the count.
 int f16_call_matrices(const QkvGemmParams& p, const F16Operands& f16, bool weights_prepared, F16Matrix (&out)[kMaxF16Matrices]);

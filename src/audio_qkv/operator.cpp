@@ -150,6 +150,20 @@ PreparedLayout prepared_layout(const AudioQkvConfig& c, void* base) {
   return l;
 }
 
+// A prepared-weights buffer at `data` of `bytes`: present, 256-byte aligned and at least the layout's size; *as_tensor
+// views its used part (fp16) for the overlap checks.
+Status check_prepared_buffer(const AudioQkvConfig& c, const void* data, size_t bytes, gk_tensor* as_tensor) {
+  const size_t need = prepared_layout(c, nullptr).bytes;
+  if (data == nullptr || reinterpret_cast<uintptr_t>(data) % detail::WorkspaceCarver::kAlign != 0 || bytes < need) {
+    return error(GK_STATUS_INVALID_ARGUMENT,
+                 "%s: the prepared weights' buffer must be at least %zu bytes (gk_audio_qkv_prepared_size), 256-byte "
+                 "aligned (got %p, %zu bytes)", kOp, need, data, bytes);
+  }
+  const int64_t half_elems = static_cast<int64_t>(need / 2);
+  *as_tensor = gk_tensor_contiguous(const_cast<void*>(data), GK_DTYPE_F16, 1, &half_elems);
+  return Status::Ok();
+}
+
 Status check_prepared_config(const AudioQkvConfig& c) {
   GK_RETURN_IF_ERROR(check_config(c));
   if (c.precision != GK_PRECISION_TF32) {
@@ -276,27 +290,17 @@ Status audio_qkv_prepare(gk_handle_t handle, const AudioQkvConfig& c, const Audi
   if (prepared == nullptr) return error(GK_STATUS_INVALID_ARGUMENT, "%s: prepared is null", kOp);
   GK_RETURN_IF_ERROR(check_prepared_config(c));
   GK_RETURN_IF_ERROR(check_weights(c, t));
-  const PreparedLayout need = prepared_layout(c, nullptr);
-  if (data == nullptr || reinterpret_cast<uintptr_t>(data) % detail::WorkspaceCarver::kAlign != 0 ||
-      bytes < need.bytes) {
-    return error(GK_STATUS_INVALID_ARGUMENT,
-                 "%s: the prepared weights' buffer must be at least %zu bytes (gk_audio_qkv_prepared_size), 256-byte "
-                 "aligned (got %p, %zu bytes)", kOp, need.bytes, data, bytes);
-  }
-  const int64_t half_elems = static_cast<int64_t>(need.bytes / 2);
-  const gk_tensor buffer = gk_tensor_contiguous(data, GK_DTYPE_F16, 1, &half_elems);
+  gk_tensor buffer;
+  GK_RETURN_IF_ERROR(check_prepared_buffer(c, data, bytes, &buffer));
   GK_RETURN_IF_ERROR(detail::check_no_overlap(kOp, "the prepared weights' buffer", buffer,
                                               {{"q_proj_weight", &t.q_proj_weight},
                                                {"k_proj_weight", &t.k_proj_weight},
                                                {"v_proj_weight", &t.v_proj_weight}}));
   GK_RETURN_IF_ERROR(detail::check_handle(kOp, handle));
   const PreparedLayout l = prepared_layout(c, data);
-  const float* w[3] = {static_cast<const float*>(t.q_proj_weight.data), static_cast<const float*>(t.k_proj_weight.data),
-                       static_cast<const float*>(t.v_proj_weight.data)};
   detail::KernelLaunch pass;
-  const int64_t n = c.num_heads * c.head_dim;
   audio::F16Matrix mats[3];
-  for (int i = 0; i < 3; ++i) mats[i] = audio::F16Matrix{w[i], n, l.w + i * n * c.hidden, nullptr, l.exps + i * n};
+  audio::f16_weight_matrices(gemm_params(c, t), 1, l.w, l.exps, mats);
   GK_RETURN_IF_ERROR(audio::prepare_f16_rows(mats, 3, static_cast<int>(c.hidden), &pass));
   GK_RETURN_IF_ERROR(pass.issue(kOp, reinterpret_cast<cudaStream_t>(stream)));
   *prepared = AudioQkvPrepared{c.hidden, c.num_heads, c.head_dim, data, bytes};
@@ -314,14 +318,8 @@ Status audio_qkv_forward_prepared(gk_handle_t handle, const AudioQkvConfig& c, c
                  static_cast<long long>(prepared.head_dim), static_cast<long long>(c.hidden),
                  static_cast<long long>(c.num_heads), static_cast<long long>(c.head_dim));
   }
-  const size_t need = prepared_layout(c, nullptr).bytes;
-  if (prepared.data == nullptr || reinterpret_cast<uintptr_t>(prepared.data) % detail::WorkspaceCarver::kAlign != 0 ||
-      prepared.bytes < need) {
-    return error(GK_STATUS_INVALID_ARGUMENT, "%s: prepared weights of %zu bytes at %p (need %zu, 256-byte aligned)",
-                 kOp, prepared.bytes, prepared.data, need);
-  }
-  const int64_t half_elems = static_cast<int64_t>(need / 2);
-  const gk_tensor prepared_bytes = gk_tensor_contiguous(prepared.data, GK_DTYPE_F16, 1, &half_elems);
+  gk_tensor prepared_bytes;
+  GK_RETURN_IF_ERROR(check_prepared_buffer(c, prepared.data, prepared.bytes, &prepared_bytes));
   GK_RETURN_IF_ERROR(check_activations(c, t, /*with_weights=*/false, &prepared_bytes));
   GK_RETURN_IF_ERROR(detail::check_call(kOp, handle, workspace, workspace_bytes, carve(c, nullptr).bytes));
   const int64_t rows = c.batch * c.seq_len;

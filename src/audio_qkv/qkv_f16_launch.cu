@@ -16,17 +16,21 @@ namespace {
 constexpr const char* kOp = "audio_qkv";
 }  // namespace
 
+void f16_weight_matrices(const QkvGemmParams& p, int terms, uint16_t* w, int32_t* w_exps, F16Matrix* out) {
+  const int64_t n = int64_t(p.heads) * kAudioHeadDim, w_elems = 3 * n * p.k_dim;
+  const float* src[3] = {p.wq, p.wk, p.wv};
+  for (int i = 0; i < 3; ++i) {
+    uint16_t* hi = w + i * n * p.k_dim;
+    out[i] = F16Matrix{src[i], n, hi, terms == 2 ? hi + w_elems : nullptr, w_exps + i * n};
+  }
+}
+
 int f16_call_matrices(const QkvGemmParams& p, const F16Operands& f16, bool weights_prepared,
                       F16Matrix (&out)[kMaxF16Matrices]) {
-  const bool two = f16.terms == 2;
-  const int64_t n = int64_t(p.heads) * kAudioHeadDim, a_elems = int64_t(p.m) * p.k_dim, w_elems = 3 * n * p.k_dim;
-  out[0] = F16Matrix{p.hidden, p.m, f16.a, two ? f16.a + a_elems : nullptr, f16.a_exps};
+  const int64_t a_elems = int64_t(p.m) * p.k_dim;
+  out[0] = F16Matrix{p.hidden, p.m, f16.a, f16.terms == 2 ? f16.a + a_elems : nullptr, f16.a_exps};
   if (weights_prepared) return 1;
-  const float* w[3] = {p.wq, p.wk, p.wv};
-  for (int i = 0; i < 3; ++i) {
-    uint16_t* hi = f16.w + i * n * p.k_dim;
-    out[1 + i] = F16Matrix{w[i], n, hi, two ? hi + w_elems : nullptr, f16.w_exps + i * n};
-  }
+  f16_weight_matrices(p, f16.terms, f16.w, f16.w_exps, out + 1);
   return 4;
 }
 
