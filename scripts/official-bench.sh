@@ -2,8 +2,10 @@
 # NVIDIA's SOL-ExecBench harness on both exported solution packages, on the GPU machine, beside `gk bench` with its
 # kernel-only timer and with `--timer official` (the harness's method reimplemented), all in one run on one card.
 #
-#   scripts/official-bench.sh [--skip-harness] [--baseline DIR]
+#   scripts/official-bench.sh [--skip-harness] [--timers "cupti official"] [--suites "047 054"] [--baseline DIR]
 #
+# --timers: which of gk bench's timers run beside the harness (default both; "cupti" alone saves a device minute).
+# --suites: which problems (default "047 054"; one alone for an A/B of a change to that operator).
 # --baseline DIR: the same again for another build, into OUT/base (this one's into OUT/new), for a same-machine A/B.
 #   DIR holds that build's bin/gk and lib/libgk.so*, and in DIR/source its commit's src/ and include/ (the harness
 #   compiles the solution package from sources: `git archive COMMIT src include | tar -x -C DIR/source`).
@@ -25,11 +27,13 @@ BUILD=${GK_BUILD_DIR:-build}
 OUT=${OUT:-$ROOT/.out/official}
 HARNESS_SRC=${HARNESS_SRC:-$ROOT/.harness/sol-execbench-src}
 DATA=${SOLEXEC_DATA:-$ROOT/.harness/data}
-SKIP_HARNESS=0 BASELINE=""
+SKIP_HARNESS=0 BASELINE="" TIMERS="cupti official" SUITES="047 054"
 while [ $# -gt 0 ]; do
   case "$1" in
     --skip-harness) SKIP_HARNESS=1 ;;
     --baseline) BASELINE=$(realpath "$2"); shift ;;
+    --timers) TIMERS=$2; shift ;;
+    --suites) SUITES=$2; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -57,12 +61,12 @@ run_build() {  # run_build GK LIBDIR SOURCES DEST
       --json "$dest/gk-bench-$name.json" > "$dest/gk-bench-$name.txt" 2>&1 ||
       echo "gk bench $name failed (see $dest/gk-bench-$name.txt)"
   }
-  for s in 047 054; do
-    bench $s-cupti --suite $s --timer cupti
-    bench $s-official --suite $s --timer official --breakdown
+  local t extra
+  for t in $TIMERS; do
+    [ "$t" = official ] && extra=--breakdown || extra=""
+    for s in $SUITES; do bench $s-$t --suite $s --timer $t $extra; done
+    case " $SUITES " in *" 047 "*) bench 047-additive-$t --suite 047 --mask additive --timer $t $extra ;; esac
   done
-  bench 047-additive-cupti --suite 047 --mask additive --timer cupti
-  bench 047-additive-official --suite 047 --mask additive --timer official --breakdown
 
   [ $SKIP_HARNESS -eq 0 ] || return 0
   # The harness compiles each package itself: what it measures is the sources the package is written from.
@@ -70,6 +74,7 @@ run_build() {  # run_build GK LIBDIR SOURCES DEST
     python3 -m gemma_kernels.solexecbench --out "$dest/solutions" --source-root "$sources" > /dev/null
   for def in $(ls -r "$DATA"/*.definition.json); do  # 054 first: the smaller evaluation
     name=$(basename "$def" .definition.json)
+    case " $SUITES " in *" ${name%%_*} "*) ;; *) continue ;; esac
     sol=$(ls "$dest"/solutions/"$name"/solution.json 2> /dev/null) || { echo "no package for $name"; continue; }
     echo "=== harness: $name ($dest)"
     PYTHONPATH="$HARNESS_SRC:$SITE:$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \

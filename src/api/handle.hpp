@@ -10,6 +10,7 @@
 
 #include "common/device_props.hpp"
 #include "common/gemm.hpp"
+#include "common/launch_graph.hpp"
 #include "common/overrides.hpp"
 
 namespace gk::detail {
@@ -70,6 +71,7 @@ struct gk_handle_st {
   int device = 0;
   gk::detail::GemmRunner gemm;
   gk::detail::SideStream side;
+  gk::detail::LaunchGraphs graphs;  // multi-launch calls as graph launches (launch_graph.hpp)
   gk::detail::DeviceInfo device_info;  // queried at creation: what the planners know of the device
   gk::detail::Overrides overrides;     // pinned planner choices (gk_handle_set_overrides; none at creation)
   // The next call's epoch (a random start at creation; head_gemm's launcher keeps its low 56 bits): tags the

@@ -1,4 +1,5 @@
-// Host-side entry points of the audio QKV kernels: each executes its part of an AudioPlan (plan.hpp).
+// Host-side entry points of the audio QKV kernels: each makes the launches of its part of an AudioPlan (plan.hpp),
+// in stream order, for the operator to issue (launch_graph.hpp: one after another, or as one graph launch).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -8,6 +9,7 @@
 #include "audio_qkv/params.hpp"
 #include "common/device_props.hpp"
 #include "common/kernel_launch.hpp"
+#include "common/launch_graph.hpp"
 #include "gk/gk.hpp"
 
 namespace gk::audio {
@@ -23,19 +25,19 @@ Status prepare_f16_kernels(detail::DeviceInfo* dev);
 // The split-K tf32 kernel (qkv_tf32_splitk_sm90.cuh): q|k|v on tensor cores, v's inputs rounded to nearest and q's and
 // k's read truncated, q and k normalized in the epilogue. With plan.activations_prepass the activations are rounded
 // into `scratch` (scratch_floats floats of workspace) by a pass first. Fills k_blocks and qk_truncated itself.
-Status launch_qkv_tf32_splitk(const QkvGemmParams& params, const AudioPlan& plan, float* scratch,
-                              int64_t scratch_floats, cudaStream_t stream);
+Status prepare_qkv_tf32_splitk(const QkvGemmParams& params, const AudioPlan& plan, float* scratch,
+                               int64_t scratch_floats, detail::LaunchList* out);
 // The exact mode's split-K kernel (qkv_tf32x3_splitk_sm90.cuh): the same grid and epilogue on 3xTF32 (big + small
 // tf32 parts of every operand, the tensor-core sums promoted into fp32 every K-block). With
 // plan.activations_prepass the activations' two parts are written into `scratch` (2 M x K floats) by a pass first.
-Status launch_qkv_tf32x3_splitk(const QkvGemmParams& params, const AudioPlan& plan, float* scratch,
-                                int64_t scratch_floats, cudaStream_t stream);
+Status prepare_qkv_tf32x3_splitk(const QkvGemmParams& params, const AudioPlan& plan, float* scratch,
+                                 int64_t scratch_floats, detail::LaunchList* out);
 // The persistent tf32 path: one launch of the head-tiled GEMM (q and k read truncated) with v's weights rounded into
 // `rounded_wv` (heads * 128 * hidden floats of workspace) by the kernel itself or a pass before it, as the plan says;
 // stream-K as the plan says. `sk_scratch` (workspace the call does not otherwise use) holds stream-K's state and the
 // weight rounding's slots, under `epoch`, the call's (gk_handle_st::next_epoch).
-Status launch_qkv_tf32_persistent(const QkvGemmParams& params, const AudioPlan& plan, float* rounded_wv,
-                                  void* sk_scratch, size_t sk_scratch_bytes, uint64_t epoch, cudaStream_t stream);
+Status prepare_qkv_tf32_persistent(const QkvGemmParams& params, const AudioPlan& plan, float* rounded_wv,
+                                   void* sk_scratch, size_t sk_scratch_bytes, uint64_t epoch, detail::LaunchList* out);
 
 // The passes' launches. dst[i * elems_each + j] = src[i][j] rounded to tf32 for the tensor cores
 // (device::round_tf32_for_mma), i < count (1..3); the launch that reads dst may be a programmatic dependent. `sms`
@@ -58,8 +60,8 @@ struct F16Operands {
   int32_t* w_exps;   // [3 * H * 128]
 };
 // `weights_prepared`: f16.w and f16.w_exps already hold the weights' operands (gk_audio_qkv_prepare): no weight pass.
-Status launch_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan, const F16Operands& f16,
-                             bool weights_prepared, cudaStream_t stream);
+Status prepare_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan, const F16Operands& f16,
+                              bool weights_prepared, detail::LaunchList* out);
 // The pass's launch: each of `count` (1..4) matrices of rows x k floats to fp16 bits with its rows' scale
 // exponents (all with lo terms, the exact mode, or none).
 Status prepare_f16_rows(const F16Matrix* mats, int count, int k, detail::KernelLaunch* out);

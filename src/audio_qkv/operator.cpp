@@ -241,17 +241,23 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
                                        capture != cudaStreamCaptureStatusNone, detail::kGemmWorkspaceBytes, &plan));
   if (plan.path != audio::AudioPath::kCublas) {
     const audio::QkvGemmParams p = gemm_params(c, t);
+    detail::LaunchList launches;
     switch (plan.path) {
       case audio::AudioPath::kPersistentTf32:
-        return audio::launch_qkv_tf32_persistent(p, plan, ws.rounded, ws.gemm_workspace, detail::kGemmWorkspaceBytes,
-                                                 handle->next_epoch(), stream);
+        GK_RETURN_IF_ERROR(audio::prepare_qkv_tf32_persistent(p, plan, ws.rounded, ws.gemm_workspace,
+                                                              detail::kGemmWorkspaceBytes, handle->next_epoch(),
+                                                              &launches));
+        break;
       case audio::AudioPath::kSplitkTf32:
-        return audio::launch_qkv_tf32_splitk(p, plan, ws.rounded, ws.rounded_floats, stream);
+        GK_RETURN_IF_ERROR(audio::prepare_qkv_tf32_splitk(p, plan, ws.rounded, ws.rounded_floats, &launches));
+        break;
       case audio::AudioPath::kSplitkF16:
-        return audio::launch_qkv_f16_splitk(p, plan, ws.f16, /*weights_prepared=*/false, stream);
+        GK_RETURN_IF_ERROR(audio::prepare_qkv_f16_splitk(p, plan, ws.f16, /*weights_prepared=*/false, &launches));
+        break;
       default:
-        return audio::launch_qkv_tf32x3_splitk(p, plan, ws.split_a, ws.split_floats, stream);
+        GK_RETURN_IF_ERROR(audio::prepare_qkv_tf32x3_splitk(p, plan, ws.split_a, ws.split_floats, &launches));
     }
+    return detail::issue_launches(kOp, launches, plan.graph ? &handle->graphs : nullptr, stream);
   }
 
   const void* hidden = t.hidden_states.data;
@@ -330,10 +336,15 @@ Status audio_qkv_forward_prepared(gk_handle_t handle, const AudioQkvConfig& c, c
   }
   const Layout ws = carve(c, workspace);
   const PreparedLayout pl = prepared_layout(c, prepared.data);
-  const audio::AudioPlan plan = audio::plan_audio_f16(rows, c.hidden, c.num_heads, 1, handle->device_info);
-  const audio::F16Operands f16{1, ws.f16.a, pl.w, ws.f16.a_exps, pl.exps};
   const auto s = reinterpret_cast<cudaStream_t>(stream);
-  return audio::launch_qkv_f16_splitk(gemm_params(c, t), plan, f16, /*weights_prepared=*/true, s);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  GK_RETURN_IF_ERROR(detail::cuda_status(cudaStreamIsCapturing(s, &capture), kOp, "cudaStreamIsCapturing"));
+  const audio::AudioPlan plan = audio::plan_audio_f16(rows, c.hidden, c.num_heads, 1, handle->device_info,
+                                                      handle->overrides, capture != cudaStreamCaptureStatusNone);
+  const audio::F16Operands f16{1, ws.f16.a, pl.w, ws.f16.a_exps, pl.exps};
+  detail::LaunchList launches;
+  GK_RETURN_IF_ERROR(audio::prepare_qkv_f16_splitk(gemm_params(c, t), plan, f16, /*weights_prepared=*/true, &launches));
+  return detail::issue_launches(kOp, launches, plan.graph ? &handle->graphs : nullptr, s);
 }
 
 }  // namespace gk

@@ -71,7 +71,32 @@ bool f16_fits(int64_t rows, int64_t hidden, int terms) {
   return rows <= (int64_t(256) << 20) / (2 * terms * hidden);
 }
 
-AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, int terms, const detail::DeviceInfo& dev) {
+int plan_launches(const AudioPlan& p) {
+  switch (p.path) {
+    case AudioPath::kSplitkTf32:
+    case AudioPath::kSplitkTf32x3:
+      return p.activations_prepass ? 2 : 1;
+    case AudioPath::kPersistentTf32:
+      return p.v_round_in_kernel ? 1 : 2;
+    case AudioPath::kSplitkF16:
+      return 2;  // the operand pass, then the GEMM
+    default:
+      return 0;
+  }
+}
+
+namespace {
+
+void plan_launch(const detail::Overrides& ov, bool capturing, AudioPlan* p) {
+  if (plan_launches(*p) < 2) return;
+  p->graph = !capturing && ov.launch != 0;
+  p->chosen.launch = p->graph ? 1 : 0;
+}
+
+}  // namespace
+
+AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, int terms, const detail::DeviceInfo& dev,
+                         const detail::Overrides& ov, bool capturing) {
   AudioPlan p;
   p.path = AudioPath::kSplitkF16;
   p.sms = dev.sms;
@@ -80,6 +105,7 @@ AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, int terms,
                                   static_cast<int>(hidden / kF16BK), {4, 2}, /*even_k=*/true);
   p.chosen.audio_tf32 = terms == 1 ? 3 : detail::kAuto;
   p.chosen.audio_exact = terms == 2 ? 2 : detail::kAuto;
+  plan_launch(ov, capturing, &p);
   return p;
 }
 
@@ -92,7 +118,7 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
   if (c.precision == GK_PRECISION_EXACT) {
     const bool f16 = ov.audio_exact == detail::kAuto ? rows >= kExactF16MinRows : ov.audio_exact == 2;
     if (f16 && splitk_ok && c.hidden % kF16BK == 0 && f16_fits(rows, c.hidden, 2)) {
-      *plan = plan_audio_f16(rows, c.hidden, c.num_heads, 2, dev);
+      *plan = plan_audio_f16(rows, c.hidden, c.num_heads, 2, dev, ov, capturing);
       return Status::Ok();
     }
     if (splitk_ok && ov.audio_exact != 1) {
@@ -101,6 +127,7 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
     }
     p.chosen.audio_exact = p.path == AudioPath::kSplitkTf32x3 ? 0 : 1;
     p.chosen.audio_activations = p.path == AudioPath::kSplitkTf32x3 ? (p.activations_prepass ? 0 : 1) : detail::kAuto;
+    plan_launch(ov, capturing, &p);
     *plan = p;
     return Status::Ok();
   }
@@ -111,7 +138,7 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
   const bool one_wave = splitk_tiles(rows, c.num_heads) <= dev.sms;
   const bool f16 = ov.audio_tf32 == detail::kAuto ? rows >= kTf32F16MinRows : ov.audio_tf32 == 3;
   if (f16 && splitk_ok && c.hidden % kF16BK == 0 && f16_fits(rows, c.hidden, 1)) {
-    *plan = plan_audio_f16(rows, c.hidden, c.num_heads, 1, dev);
+    *plan = plan_audio_f16(rows, c.hidden, c.num_heads, 1, dev, ov, capturing);
     return Status::Ok();
   }
   if (ov.audio_tf32 == 0) {
@@ -169,6 +196,7 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
     p.chosen.audio_stream_k = p.grid.sk.run > 0 ? 0 : 1;
     p.chosen.audio_v_round = p.v_round_in_kernel ? 0 : 1;
   }
+  plan_launch(ov, capturing, &p);
   *plan = p;
   return Status::Ok();
 }

@@ -33,6 +33,9 @@ struct AudioPlan {
   head_gemm::GridPlan grid;          // clusters and the stream-K plan
   bool v_round_in_kernel = false;    // v's weights rounded by the kernel's idle producer warps (else a pass first)
   bool lag_last_segment = false;     // v's tiles of the first row pairs behind q's and k's (unit_order.hpp)
+  // A pass and its GEMM go out as one CUDA graph launch (no host call between them), unless the stream is
+  // capturing (the caller's graph then holds both) or `launch=stream` is pinned.
+  bool graph = false;
   detail::Overrides chosen;          // the choices as override values (the plan's printable form)
 };
 
@@ -60,7 +63,9 @@ GK_INTERNAL_API bool f16_fits(int64_t rows, int64_t hidden, int terms);
 // The fp16 path's plan for a call of `rows` rows with `terms` fp16 terms: the split-K grid's K split. Prepared weights
 // always take this path.
 GK_INTERNAL_API AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, int terms,
-                                         const detail::DeviceInfo& dev);
+                                         const detail::DeviceInfo& dev, const detail::Overrides& ov, bool capturing);
+// How many kernels a call on `plan` launches (0 on the cuBLASLt path, whose launches are cuBLASLt's).
+GK_INTERNAL_API int plan_launches(const AudioPlan& plan);
 // `capturing`: the stream is capturing a CUDA graph (the kernel's own v rounding hands slices over under the call's
 // epoch, which a replay repeats, so a pass rounds them there). `sk_scratch_bytes`: the workspace the persistent
 // kernel may use for stream-K's state and the v rounding's slots.

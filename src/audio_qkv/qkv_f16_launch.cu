@@ -34,8 +34,8 @@ int f16_call_matrices(const QkvGemmParams& p, const F16Operands& f16, bool weigh
   return 4;
 }
 
-Status launch_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan, const F16Operands& f16,
-                             bool weights_prepared, cudaStream_t stream) {
+Status prepare_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan, const F16Operands& f16,
+                              bool weights_prepared, detail::LaunchList* out) {
   using Tr = QkvF16Traits<1>;  // the tile and K-block both forms share
   QkvGemmParams p = params;
   const int split = plan.split, terms = f16.terms;
@@ -48,9 +48,10 @@ Status launch_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan,
   p.k_blocks = p.k_dim / Tr::kBK / split;
   p.a_exps = f16.a_exps;
   p.w_exps = f16.w_exps;
-  detail::KernelLaunch pass, gemm;
   F16Matrix mats[kMaxF16Matrices];
-  GK_RETURN_IF_ERROR(prepare_f16_rows(mats, f16_call_matrices(params, f16, weights_prepared, mats), p.k_dim, &pass));
+  GK_RETURN_IF_ERROR(
+      prepare_f16_rows(mats, f16_call_matrices(params, f16, weights_prepared, mats), p.k_dim, out->add()));
+  detail::KernelLaunch& gemm = *out->add();  // the pass's programmatic dependent
   // [rows, K] fp16 in 64-column x 128-row boxes; rows past the end read as zeros.
   const uint64_t k = uint64_t(p.k_dim), stride[1] = {k * 2};
   const uint32_t box[2] = {Tr::kBK, Tr::kBM};
@@ -74,9 +75,7 @@ Status launch_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan,
     split > 1 ? make(audio_qkv_f16_kernel<2, true>, QkvF16Traits<2>::kSmemBytes)
               : make(audio_qkv_f16_kernel<2, false>, QkvF16Traits<2>::kSmemBytes);
   }
-  // The GEMM is the pass's programmatic dependent.
-  GK_RETURN_IF_ERROR(pass.issue(kOp, stream));
-  return gemm.issue(kOp, stream);
+  return Status::Ok();
 }
 
 Status prepare_f16_kernels(detail::DeviceInfo* dev) {

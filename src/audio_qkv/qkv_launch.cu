@@ -106,26 +106,20 @@ Status prepare_splitk(const QkvGemmParams& params, const float* hs_raw, const Au
 
 // The split-K kernel with its activations first prepared into `scratch` by the launch `prepare(hidden, scratch,
 // M * K, &launch)` makes (the kernel then launches as the pass's programmatic dependent and prepares only the weight
-// tile), or both operands prepared in shared memory. Both launches are made before either is issued.
+// tile), or both operands prepared in shared memory.
 template <class Tr, template <bool> class Kernel, class Prepare>
-Status launch_splitk_prepared(const QkvGemmParams& params, const AudioPlan& plan, float* scratch,
-                              int64_t scratch_floats, const Prepare& prepare, cudaStream_t stream) {
+Status splitk_launches(const QkvGemmParams& params, const AudioPlan& plan, float* scratch, int64_t scratch_floats,
+                       const Prepare& prepare, detail::LaunchList* out) {
   const int64_t a_floats = int64_t(params.m) * params.k_dim;
-  detail::KernelLaunch pass, gemm;
-  if (!plan.activations_prepass) {
-    GK_RETURN_IF_ERROR((prepare_splitk<Tr, Kernel>(params, params.hidden, plan, false, &gemm)));
-    return gemm.issue(kOp, stream);
-  }
+  if (!plan.activations_prepass) return prepare_splitk<Tr, Kernel>(params, params.hidden, plan, false, out->add());
   if (Tr::kAParts * a_floats > scratch_floats) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: prepared activations past the workspace", kOp);
   }
   QkvGemmParams p = params;
   p.hidden = scratch;
   p.a_prepared = 1;
-  GK_RETURN_IF_ERROR((prepare_splitk<Tr, Kernel>(p, params.hidden, plan, /*programmatic=*/true, &gemm)));
-  GK_RETURN_IF_ERROR(prepare(params.hidden, scratch, a_floats, &pass));
-  GK_RETURN_IF_ERROR(pass.issue(kOp, stream));
-  return gemm.issue(kOp, stream);
+  GK_RETURN_IF_ERROR(prepare(params.hidden, scratch, a_floats, out->add()));
+  return prepare_splitk<Tr, Kernel>(p, params.hidden, plan, /*programmatic=*/true, out->add());
 }
 
 }  // namespace
@@ -150,26 +144,26 @@ Status prepare_audio_kernels(detail::DeviceInfo* dev) {
   return head_gemm::resident_clusters<HeadCfg, HeadQkvEpilogue>(kOp, &dev->head_gemm_clusters);
 }
 
-Status launch_qkv_tf32_splitk(const QkvGemmParams& params, const AudioPlan& plan, float* scratch,
-                              int64_t scratch_floats, cudaStream_t stream) {
+Status prepare_qkv_tf32_splitk(const QkvGemmParams& params, const AudioPlan& plan, float* scratch,
+                               int64_t scratch_floats, detail::LaunchList* out) {
   const auto round = [&](const float* a, float* dst, int64_t n, detail::KernelLaunch* out) {
     return prepare_round_tf32(&a, 1, dst, n, plan.sms, out);
   };
   QkvGemmParams p = params;
   p.qk_truncated = 1;  // the pass's rounded activations then serve v's CTAs only
-  return launch_splitk_prepared<QkvGemmTraits, Tf32Kernel>(p, plan, scratch, scratch_floats, round, stream);
+  return splitk_launches<QkvGemmTraits, Tf32Kernel>(p, plan, scratch, scratch_floats, round, out);
 }
 
-Status launch_qkv_tf32x3_splitk(const QkvGemmParams& params, const AudioPlan& plan, float* scratch,
-                                int64_t scratch_floats, cudaStream_t stream) {
+Status prepare_qkv_tf32x3_splitk(const QkvGemmParams& params, const AudioPlan& plan, float* scratch,
+                                 int64_t scratch_floats, detail::LaunchList* out) {
   const auto parts = [&](const float* a, float* dst, int64_t n, detail::KernelLaunch* out) {
     return prepare_tf32x3_parts(a, dst, n, plan.sms, out);
   };
-  return launch_splitk_prepared<Qkv3xTf32Traits, Tf32x3Kernel>(params, plan, scratch, scratch_floats, parts, stream);
+  return splitk_launches<Qkv3xTf32Traits, Tf32x3Kernel>(params, plan, scratch, scratch_floats, parts, out);
 }
 
-Status launch_qkv_tf32_persistent(const QkvGemmParams& p, const AudioPlan& plan, float* rounded_wv, void* sk_scratch,
-                                  size_t sk_scratch_bytes, uint64_t epoch, cudaStream_t stream) {
+Status prepare_qkv_tf32_persistent(const QkvGemmParams& p, const AudioPlan& plan, float* rounded_wv, void* sk_scratch,
+                                   size_t sk_scratch_bytes, uint64_t epoch, detail::LaunchList* out) {
   HeadQkvEpilogue::Params ep{};
   ep.out[0] = p.q;
   ep.out[1] = p.k;
@@ -193,20 +187,18 @@ Status launch_qkv_tf32_persistent(const QkvGemmParams& p, const AudioPlan& plan,
     o.sk_epoch = epoch;
   }
   o.lag_last_segment = plan.lag_last_segment;
-  detail::KernelLaunch pass, gemm;
   if (!plan.v_round_in_kernel) {
-    GK_RETURN_IF_ERROR(
-        prepare_round_tf32(&p.wv, 1, rounded_wv, int64_t(p.heads) * QkvGemmTraits::kBN * p.k_dim, plan.sms, &pass));
+    GK_RETURN_IF_ERROR(prepare_round_tf32(&p.wv, 1, rounded_wv, int64_t(p.heads) * QkvGemmTraits::kBN * p.k_dim,
+                                          plan.sms, out->add()));
   } else {
     o.prep_seg = 2;
     o.prep_src = p.wv;
     o.prep_slots = head_gemm::prep_slots_in(sk_scratch, sk_scratch_bytes);
     o.prep_epoch = epoch;
   }
-  GK_RETURN_IF_ERROR((head_gemm::prepare<HeadCfg, HeadQkvEpilogue>(kOp, o, plan.grid, ep,
-                                                                  /*after_pdl_producer=*/!pass.empty(), &gemm)));
-  if (!pass.empty()) GK_RETURN_IF_ERROR(pass.issue(kOp, stream));
-  return gemm.issue(kOp, stream);
+  const bool after_pass = out->count > 0;
+  return head_gemm::prepare<HeadCfg, HeadQkvEpilogue>(kOp, o, plan.grid, ep, /*after_pdl_producer=*/after_pass,
+                                                      out->add());
 }
 
 }  // namespace gk::audio

@@ -52,6 +52,19 @@ class KernelLaunch {
   // The stored arguments as the launch passes them (tests read them back).
   int arg_count() const { return count_; }
   const void* arg(int i) const { return storage_ + offset_[i]; }
+  const void* kernel() const { return kernel_; }
+  const char* what() const { return what_; }
+  // The launch as a graph kernel node's parameters; `ptrs` (kMaxArgs entries) receives the argument pointers.
+  cudaKernelNodeParams node_params(void** ptrs) const {
+    for (int i = 0; i < count_; ++i) ptrs[i] = const_cast<unsigned char*>(storage_ + offset_[i]);
+    cudaKernelNodeParams p{};
+    p.func = const_cast<void*>(kernel_);
+    p.gridDim = shape_.grid;
+    p.blockDim = dim3(static_cast<unsigned>(shape_.threads));
+    p.sharedMemBytes = static_cast<unsigned>(shape_.smem_bytes);
+    p.kernelParams = ptrs;
+    return p;
+  }
 
   // One runtime call. On failure the (non-sticky) error is cleared, so it is reported once, by this status.
   Status issue(const char* op, cudaStream_t stream) const {

@@ -160,7 +160,59 @@ INSTANTIATE_TEST_SUITE_P(Plans, AudioPinned,
                                            "audio.tf32=splitk,audio.v_weights=registers",
                                            "audio.tf32=splitk,audio.v_weights=smem",
                                            "audio.tf32=splitk,audio.activations=smem,audio.exact=tf32x3",
-                                           "audio.tf32=f16,audio.exact=f16", "audio.tf32=persistent,audio.exact=tf32x3"),
+                                           "audio.tf32=f16,audio.exact=f16", "audio.tf32=persistent,audio.exact=tf32x3",
+                                           "audio.tf32=f16,audio.exact=f16,launch=stream"),
+                         [](const auto& info) { return "p" + std::to_string(info.index); });
+
+// A call of two kernels (a pass and its GEMM) as one graph launch (launch_graph.hpp) gives the bits of the same two
+// kernels issued one after another, on every path that has a pass; a second problem of the same shape (other
+// buffers, other inputs) reuses the handle's graph with its own arguments, and a third shape adds a graph beside it.
+struct LaunchCase {
+  const char* pin;
+  gk_precision precision;
+};
+
+class AudioLaunchGraph : public GpuParamTest<LaunchCase> {};
+
+TEST_P(AudioLaunchGraph, SameBitsAsTheStreamAndArgumentsFollowTheCall) {
+  const LaunchCase lc = GetParam();
+  int graphs = 0;  // calls that went out as a graph launch
+  for (const int64_t rows : {256, 1024, 1024, 1500}) {
+    AudioProblem p({1, rows, 1024, 8, 128, 1e-6f, lc.precision});
+    gk_testkit::AudioRecipe r;
+    r.seed = next_seed();
+    p.generate(r, stream());
+    std::vector<uint32_t> bits[2];
+    for (const int graph : {0, 1}) {
+      const std::string spec = std::string(lc.pin) + (graph ? ",launch=graph" : ",launch=stream");
+      const Pinned pin(handle(), spec.c_str());
+      GK_ASSERT_OK(pin.status());
+      std::string plan;
+      GK_ASSERT_OK(gk::audio_qkv_plan(handle(), p.config(), p.tensors(), &plan));
+      // A plan of one kernel has no launch choice to make (the pin may not apply at every row count).
+      if (plan.find("launch=") != std::string::npos) {
+        ASSERT_NE(plan.find(graph ? "launch=graph" : "launch=stream"), std::string::npos) << plan;
+        graphs += graph;
+      }
+      p.poison_output(stream());
+      GK_ASSERT_OK(p.run(handle(), stream()));
+      bits[graph] = p.output_bits(stream());
+    }
+    const std::string where = std::string(lc.pin) + " rows " + std::to_string(rows);
+    EXPECT_TRUE(bits[0] == bits[1]) << where;
+    p.run_gpu_reference(stream());
+    for (const auto& j : p.judge(0.002, 1e-5, stream())) EXPECT_TRUE(j.passed(0.99)) << where << ": " << j.summary(0.99);
+  }
+  EXPECT_GE(graphs, 3) << lc.pin << ": the pin's pass ran as a graph launch on too few shapes";
+}
+
+INSTANTIATE_TEST_SUITE_P(Passes, AudioLaunchGraph,
+                         ::testing::Values(LaunchCase{"audio.tf32=persistent,audio.v_round=pass", GK_PRECISION_TF32},
+                                           LaunchCase{"audio.tf32=splitk,audio.activations=prepass", GK_PRECISION_TF32},
+                                           LaunchCase{"audio.tf32=f16", GK_PRECISION_TF32},
+                                           LaunchCase{"audio.exact=f16", GK_PRECISION_EXACT},
+                                           LaunchCase{"audio.exact=tf32x3,audio.activations=prepass",
+                                                      GK_PRECISION_EXACT}),
                          [](const auto& info) { return "p" + std::to_string(info.index); });
 
 // Weights prepared once (gk_audio_qkv_prepare) give the same bits as the fp16 path preparing them per call (the

@@ -49,6 +49,21 @@ TEST(KernelLaunch, StoresEachArgumentAsItsParameter) {
   EXPECT_TRUE(gk::detail::KernelLaunch().empty());
 }
 
+TEST(KernelLaunch, GraphNodeParametersAreTheLaunch) {
+  const float f = 1.f;
+  const gk::detail::KernelLaunch l("test", kernel, {dim3(3, 2, 4), 256, 1000, true, false}, Map64{}, 5,
+                                   Params{&f, 9, 0.5f}, 6L, &f);
+  void* ptrs[gk::detail::KernelLaunch::kMaxArgs];
+  const cudaKernelNodeParams n = l.node_params(ptrs);
+  EXPECT_EQ(n.func, reinterpret_cast<void*>(kernel));
+  EXPECT_EQ(n.gridDim.x, 3u);
+  EXPECT_EQ(n.gridDim.z, 4u);
+  EXPECT_EQ(n.blockDim.x, 256u);
+  EXPECT_EQ(n.sharedMemBytes, 1000u);
+  ASSERT_EQ(n.kernelParams, ptrs);
+  for (int i = 0; i < l.arg_count(); ++i) EXPECT_EQ(ptrs[i], l.arg(i)) << i;
+}
+
 TEST(KernelLaunch, ProgrammaticIsSetAtIssueTime) {
   gk::detail::KernelLaunch l("test", kernel, {dim3(1), 32}, Map64{}, 0, Params{}, 0L, nullptr);
   EXPECT_FALSE(l.shape().programmatic);

@@ -244,6 +244,32 @@ TEST(AudioPlanner, PinsAndCapture) {
   EXPECT_FALSE(audio_plan(1, 8192, GK_PRECISION_TF32, pins("audio.tf32=persistent,audio.v_round=pass")).v_round_in_kernel);
 }
 
+// A call of a pass and its GEMM goes out as one graph launch, unless the stream is capturing or launch=stream is
+// pinned; a call of one kernel has no launch choice (and prints none).
+TEST(AudioPlanner, TwoLaunchCallsGoOutAsOneGraph) {
+  using gk::audio::plan_launches;
+  const auto text = [](const gk::audio::AudioPlan& p) { return gk::detail::format_overrides(p.chosen); };
+  const auto pass = audio_plan(4, 256, GK_PRECISION_TF32, pins("audio.tf32=persistent,audio.v_round=pass"));
+  EXPECT_EQ(plan_launches(pass), 2);
+  EXPECT_TRUE(pass.graph);
+  EXPECT_NE(text(pass).find("launch=graph"), std::string::npos) << text(pass);
+  const auto captured = audio_plan(4, 256, GK_PRECISION_TF32, pins("audio.tf32=persistent,audio.v_round=pass"), true);
+  EXPECT_FALSE(captured.graph);
+  EXPECT_NE(text(captured).find("launch=stream"), std::string::npos) << text(captured);
+  EXPECT_FALSE(audio_plan(4, 256, GK_PRECISION_TF32, pins("audio.tf32=persistent,audio.v_round=pass,launch=stream")).graph);
+  const auto f16 = audio_plan(8, 1024, GK_PRECISION_TF32);  // fp16 operands: the pass, then the GEMM
+  EXPECT_EQ(plan_launches(f16), 2);
+  EXPECT_TRUE(f16.graph);
+  const auto one = audio_plan(1, 128, GK_PRECISION_TF32);  // the split-K kernel rounding in shared memory
+  EXPECT_EQ(plan_launches(one), 1);
+  EXPECT_FALSE(one.graph);
+  EXPECT_EQ(text(one).find("launch="), std::string::npos) << text(one);
+  EXPECT_EQ(plan_launches(audio_plan(1, 128, GK_PRECISION_TF32, pins("audio.tf32=cublas"))), 0);
+  const auto exact = audio_plan(1, 128, GK_PRECISION_EXACT);  // 3xTF32 after its activations' pass
+  EXPECT_EQ(plan_launches(exact), 2);
+  EXPECT_TRUE(exact.graph);
+}
+
 // The fp16 pins (audio.tf32=f16, audio.exact=f16) take the fp16 path while its activations fit the workspace's
 // bound, and print themselves; past the bound the planner keeps its own choice.
 TEST(AudioPlanner, Fp16PinsTakeTheFp16PathWithinTheBound) {
