@@ -5,6 +5,7 @@
 
 #include "attention/params.hpp"
 #include "common/kernel_launch.hpp"
+#include "common/launch_graph.hpp"
 #include "gk/gk.hpp"
 
 namespace gk::gemma3 {
@@ -22,6 +23,8 @@ struct AttentionLaunches {
   // mode the classification and the lists run in between, each programmatic behind the kernel before it (the
   // classification beside the end of the one before: mask_tiles.cu).
   Status issue(const char* op, bool programmatic, cudaStream_t stream);
+  // The same launches, in the same order and with the same `programmatic`, added to `out` (for one graph launch).
+  Status append(bool programmatic, detail::LaunchList* out) const;
 };
 
 // Encodes the tensor maps and fills the parameters of the plan's launches. Additive mode needs p.mask_scratch of

@@ -180,6 +180,17 @@ Status AttentionLaunches::issue(const char* op, bool programmatic, cudaStream_t 
   return combine.empty() ? Status::Ok() : combine.issue(op, stream);
 }
 
+Status AttentionLaunches::append(bool programmatic, detail::LaunchList* out) const {
+  for (const detail::KernelLaunch* l : {&classify, &list, &kernel, &combine}) {
+    if (l->empty()) continue;
+    detail::KernelLaunch* slot = out->add();
+    if (slot == nullptr) return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: more launches than a list holds", kOp);
+    *slot = *l;
+    if (l != &combine) slot->set_programmatic(programmatic);
+  }
+  return Status::Ok();
+}
+
 Status prepare_attention(AttentionParams p, int head_dim, const AttentionPlan& plan, AttentionLaunches* out) {
   if (head_dim != Sm80Traits128::kHeadDim && head_dim != Sm80Traits256::kHeadDim) {
     return detail::error(GK_STATUS_NOT_SUPPORTED, "%s: no attention kernel for head_dim %d", kOp, head_dim);

@@ -17,7 +17,7 @@
 namespace gk::detail {
 
 struct LaunchList {
-  static constexpr int kMax = 4;
+  static constexpr int kMax = 8;
   KernelLaunch launch[kMax];
   int count = 0;
   // The next launch's slot (null when the list is full: callers add at most kMax).

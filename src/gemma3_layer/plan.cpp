@@ -96,7 +96,7 @@ bool attend_prefetches_o(const Gemma3AttentionConfig& c, const detail::Overrides
 }
 
 Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const detail::DeviceInfo& dev,
-                  const detail::Overrides& ov, LayerPlan* plan) {
+                  const detail::Overrides& ov, LayerPlan* plan, bool capturing) {
   LayerPlan p;
   // Sizes and alignment only: any 256-byte aligned base gives the workspace's alignment.
   const LayerBuffers ws = carve_layer(c, reinterpret_cast<void*>(detail::WorkspaceCarver::kAlign));
@@ -117,6 +117,10 @@ Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& 
 
   p.chosen.o_prefetch = static_cast<int8_t>(p.o_prefetch);
   record_attention_choices(p.attention, &p.chosen);
+  if (p.qkv != QkvKernel::kCublas) {  // then at least the q|k|v kernel and the attention's
+    p.graph = !capturing && ov.launch != 0;
+    p.chosen.launch = p.graph ? 1 : 0;
+  }
   *plan = p;
   return Status::Ok();
 }

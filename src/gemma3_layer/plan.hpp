@@ -36,6 +36,10 @@ struct LayerPlan {
   OPrefetch o_prefetch = OPrefetch::kNone;  // who asks L2 for W_o ahead of the O projection
   AttentionPlan attention;
   bool attention_programmatic = false;  // the attention launches behind a kernel that lets dependents start early
+  // Where the q|k|v step is the library's own kernel, the call's kernels up to the O projection (and it too, on the
+  // few-row kernel) go out as one CUDA graph launch (launch_graph.hpp), unless the stream is capturing or
+  // `launch=stream` is pinned. After cuBLASLt's q|k|v GEMMs the launches go one after another.
+  bool graph = false;
   detail::Overrides chosen;             // the choices above as override values (the plan's printable form)
 };
 
@@ -49,7 +53,9 @@ void plan_o_projection(const SkinnyProjOperands& o, const detail::DeviceInfo& de
 // gk_gemma3_attend: whether its attention asks L2 for W_o ahead of the O projection (the layer's rule; a pin of
 // either asker means this one).
 bool attend_prefetches_o(const Gemma3AttentionConfig& c, const detail::Overrides& ov);
+// `capturing`: the stream is capturing a CUDA graph (the launches then go into the caller's graph one by one).
 GK_INTERNAL_API Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
-                                  const detail::DeviceInfo& dev, const detail::Overrides& ov, LayerPlan* plan);
+                                  const detail::DeviceInfo& dev, const detail::Overrides& ov, LayerPlan* plan,
+                                  bool capturing = false);
 
 }  // namespace gk::gemma3

@@ -2,6 +2,7 @@
 // pinned plan, set on the handle with gk_handle_set_overrides, judged with the official rule against the GPU
 // reference. The default plans are the other test files' business; here each pin forces a kernel, a tile packing, a
 // softmax form, a store or a weight layout onto shapes where the planner would not choose it.
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -214,6 +215,56 @@ INSTANTIATE_TEST_SUITE_P(Passes, AudioLaunchGraph,
                                            LaunchCase{"audio.exact=tf32x3,audio.activations=prepass",
                                                       GK_PRECISION_EXACT}),
                          [](const auto& info) { return "p" + std::to_string(info.index); });
+
+// The layer's own kernels (the q|k|v kernel, the cache write, the attention's, a few-row O projection) as one graph
+// launch give the bits of the same launches one after another: the split-K q|k|v kernel with causal and additive
+// masks (the mask's classification and lists in the chain), the few-row kernels, and decode steps on a cache; a
+// second problem of the same shape reuses the handle's graph with its own arguments.
+struct LayerLaunchCase {
+  int64_t batch, seq_len, cached;
+  gk_mask_mode mask;
+};
+
+class Gemma3LaunchGraph : public GpuParamTest<LayerLaunchCase> {};
+
+TEST_P(Gemma3LaunchGraph, SameBitsAsTheStream) {
+  const LayerLaunchCase lc = GetParam();
+  gk_gemma3_attention_config c{lc.batch, lc.seq_len, 3072, 24, 8, 128, 50.f, 1e-6f, 1.f, 0.f, lc.mask};
+  for (int problem = 0; problem < 2; ++problem) {
+    Gemma3Problem p(c, 0, gk_testkit::WeightLayout::kSeparate, lc.cached);
+    gk_testkit::Gemma3Recipe r;
+    r.seed = next_seed();
+    p.generate(r, stream());
+    std::vector<float> out[2];
+    for (const int graph : {0, 1}) {
+      const Pinned pin(handle(), graph ? "launch=graph" : "launch=stream");
+      GK_ASSERT_OK(pin.status());
+      if (lc.cached == 0) {
+        std::string plan;
+        GK_ASSERT_OK(gk::gemma3_attention_plan(handle(), p.config(), p.tensors(), &plan));
+        ASSERT_NE(plan.find(graph ? "launch=graph" : "launch=stream"), std::string::npos) << plan;
+      }
+      p.poison_output(stream());
+      GK_ASSERT_OK(p.run(handle(), stream()));
+      out[graph] = p.output(stream());
+    }
+    const std::string what = "B" + std::to_string(lc.batch) + " S" + std::to_string(lc.seq_len) + " cached " +
+                             std::to_string(lc.cached) + " problem " + std::to_string(problem);
+    ASSERT_EQ(out[0].size(), out[1].size());
+    EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(float)), 0) << what;
+    p.run_gpu_reference(stream());
+    const auto j = p.judge(0.05, 0.05, stream());
+    EXPECT_TRUE(j.passed(0.99)) << what << ": " << j.summary(0.99);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Chains, Gemma3LaunchGraph,
+                         ::testing::Values(LayerLaunchCase{1, 128, 0, GK_MASK_CAUSAL},
+                                           LayerLaunchCase{1, 128, 0, GK_MASK_ADDITIVE},
+                                           LayerLaunchCase{2, 5, 0, GK_MASK_CAUSAL},
+                                           LayerLaunchCase{2, 1, 300, GK_MASK_CAUSAL},
+                                           LayerLaunchCase{3, 4, 1000, GK_MASK_CAUSAL}),
+                         [](const auto& info) { return "c" + std::to_string(info.index); });
 
 // Weights prepared once (gk_audio_qkv_prepare) give the same bits as the fp16 path preparing them per call (the
 // same pass and kernel), and pass the official rule on every 054 workload; a second call reuses them.

@@ -63,12 +63,32 @@ struct FakeLayer {
     t.q_norm_weight.data = at(base + (uintptr_t(4) << 26));
     t.k_norm_weight.data = at(base + (uintptr_t(4) << 26) + 256);
   }
-  gk::gemma3::LayerPlan plan(const Overrides& ov = Overrides()) const {
+  gk::gemma3::LayerPlan plan(const Overrides& ov = Overrides(), bool capturing = false) const {
     gk::gemma3::LayerPlan p;
-    EXPECT_TRUE(gk::gemma3::plan_layer(c, t, hopper(), ov, &p).ok());
+    EXPECT_TRUE(gk::gemma3::plan_layer(c, t, hopper(), ov, &p, capturing).ok());
     return p;
   }
 };
+
+// Where the q|k|v step is the library's own kernel, the call's kernels go out as one graph launch (not under
+// capture, not with launch=stream pinned); after cuBLASLt's GEMMs there is no launch choice (and none printed).
+TEST(LayerPlanner, OwnKernelChainsGoOutAsOneGraph) {
+  const auto text = [](const gk::gemma3::LayerPlan& p) { return gk::detail::format_overrides(p.chosen); };
+  const FakeLayer small(1, 128), decode(8, 1), large(1, 8192);
+  for (const FakeLayer* f : {&small, &decode}) {
+    const auto p = f->plan();
+    ASSERT_NE(p.qkv, gk::gemma3::QkvKernel::kCublas);
+    EXPECT_TRUE(p.graph);
+    EXPECT_NE(text(p).find("launch=graph"), std::string::npos) << text(p);
+    EXPECT_FALSE(f->plan(Overrides(), /*capturing=*/true).graph);
+    EXPECT_NE(text(f->plan(Overrides(), true)).find("launch=stream"), std::string::npos);
+    EXPECT_FALSE(f->plan(pins("launch=stream")).graph);
+  }
+  const auto p = large.plan();
+  ASSERT_EQ(p.qkv, gk::gemma3::QkvKernel::kCublas);
+  EXPECT_FALSE(p.graph);
+  EXPECT_EQ(text(p).find("launch="), std::string::npos) << text(p);
+}
 
 TEST(LayerPlanner, SuiteDispatch) {
   using gk::gemma3::AttentionKernel;
