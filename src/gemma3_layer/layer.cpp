@@ -446,8 +446,9 @@ Status forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3A
       GK_RETURN_IF_ERROR(gemma3::prepare_skinny_proj(
           gemma3::o_proj_operands(c, ws, t.o_proj_weight.data, t.out.data), plan.o_skinny, launches.add()));
     }
-    GK_RETURN_IF_ERROR(handle->graphs.issue(kOp, launches, stream));
-    return o_skinny ? Status::Ok() : gemma3::run_o_projection(handle, c, ws, plan, t.o_proj_weight.data, t.out.data, stream);
+    GK_RETURN_IF_ERROR(handle->graphs.issue(kOp, launches, stream));  // at most 7 of LaunchList's 8
+    if (o_skinny) return Status::Ok();
+    return gemma3::run_o_projection(handle, c, ws, plan, t.o_proj_weight.data, t.out.data, stream);
   }
   bool attention_programmatic = false;
   GK_RETURN_IF_ERROR(gemma3::issue_qkv_step(handle, c, t, ws, plan, qkv, stream, &attention_programmatic));

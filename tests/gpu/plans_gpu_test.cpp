@@ -202,7 +202,9 @@ TEST_P(AudioLaunchGraph, SameBitsAsTheStreamAndArgumentsFollowTheCall) {
     const std::string where = std::string(lc.pin) + " rows " + std::to_string(rows);
     EXPECT_TRUE(bits[0] == bits[1]) << where;
     p.run_gpu_reference(stream());
-    for (const auto& j : p.judge(0.002, 1e-5, stream())) EXPECT_TRUE(j.passed(0.99)) << where << ": " << j.summary(0.99);
+    for (const auto& j : p.judge(0.002, 1e-5, stream())) {
+      EXPECT_TRUE(j.passed(0.99)) << where << ": " << j.summary(0.99);
+    }
   }
   EXPECT_GE(graphs, 3) << lc.pin << ": the pin's pass ran as a graph launch on too few shapes";
 }

@@ -276,7 +276,8 @@ TEST(AudioPlanner, TwoLaunchCallsGoOutAsOneGraph) {
   const auto captured = audio_plan(4, 256, GK_PRECISION_TF32, pins("audio.tf32=persistent,audio.v_round=pass"), true);
   EXPECT_FALSE(captured.graph);
   EXPECT_NE(text(captured).find("launch=stream"), std::string::npos) << text(captured);
-  EXPECT_FALSE(audio_plan(4, 256, GK_PRECISION_TF32, pins("audio.tf32=persistent,audio.v_round=pass,launch=stream")).graph);
+  const Overrides stream = pins("audio.tf32=persistent,audio.v_round=pass,launch=stream");
+  EXPECT_FALSE(audio_plan(4, 256, GK_PRECISION_TF32, stream).graph);
   const auto f16 = audio_plan(8, 1024, GK_PRECISION_TF32);  // fp16 operands: the pass, then the GEMM
   EXPECT_EQ(plan_launches(f16), 2);
   EXPECT_TRUE(f16.graph);
