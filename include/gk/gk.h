@@ -89,10 +89,10 @@ typedef struct gk_handle_st* gk_handle_t;
 
 /* A handle owns the cuBLASLt state and cached GEMM plans; one per thread (or guard it), bound to the device
  * current at creation and to that device's primary context (the runtime API's; kernel attributes are set in it
- * once, at creation). It also keeps up to 16 instantiated CUDA graphs, one per chain of kernels a call makes
+ * once, at creation). It also keeps up to 32 instantiated CUDA graphs, one per chain of kernels a call makes
  * (the "launch" key of gk_handle_set_overrides): outside stream capture a call of several of the library's own
- * kernels goes out as one launch of such a graph, so two calls of the same chain made with one handle on two
- * streams run one after the other. */
+ * kernels goes out as one launch of such a graph from the second call of that chain on, so two calls of one chain
+ * made with one handle on two streams run one after the other. */
 GK_API gk_status gk_handle_create(gk_handle_t* handle);
 GK_API gk_status gk_handle_destroy(gk_handle_t handle);
 

@@ -4,6 +4,16 @@
 
 namespace gk::detail {
 
+namespace {
+
+// A graph call's failure as a status, the runtime's last error cleared so that it is reported once (by the status).
+Status graph_status(cudaError_t err, const char* op, const char* what) {
+  if (err != cudaSuccess) (void)cudaGetLastError();
+  return cuda_status(err, op, what);
+}
+
+}  // namespace
+
 bool LaunchGraphs::NodeKey::operator<(const NodeKey& o) const {
   return std::tie(kernel, grid[0], grid[1], grid[2], threads, smem, cluster_z, programmatic) <
          std::tie(o.kernel, o.grid[0], o.grid[1], o.grid[2], o.threads, o.smem, o.cluster_z, o.programmatic);
@@ -21,18 +31,18 @@ struct LaunchGraphs::Graph {
 
 Status LaunchGraphs::build(const char* op, const LaunchList& list, std::shared_ptr<Graph>* out) {
   auto g = std::make_shared<Graph>();
-  GK_RETURN_IF_ERROR(cuda_status(cudaGraphCreate(&g->graph, 0), op, "cudaGraphCreate"));
+  GK_RETURN_IF_ERROR(graph_status(cudaGraphCreate(&g->graph, 0), op, "cudaGraphCreate"));
   for (int i = 0; i < list.count; ++i) {
     const KernelLaunch& l = list.launch[i];
     void* ptrs[KernelLaunch::kMaxArgs];
     const cudaKernelNodeParams p = l.node_params(ptrs);
-    GK_RETURN_IF_ERROR(cuda_status(cudaGraphAddKernelNode(&g->nodes[i], g->graph, nullptr, 0, &p), op, l.what()));
+    GK_RETURN_IF_ERROR(graph_status(cudaGraphAddKernelNode(&g->nodes[i], g->graph, nullptr, 0, &p), op, l.what()));
     if (l.shape().cluster_z) {
       cudaLaunchAttributeValue v{};
       v.clusterDim.x = 1;
       v.clusterDim.y = 1;
       v.clusterDim.z = l.shape().grid.z;
-      GK_RETURN_IF_ERROR(cuda_status(
+      GK_RETURN_IF_ERROR(graph_status(
           cudaGraphKernelNodeSetAttribute(g->nodes[i], cudaLaunchAttributeClusterDimension, &v), op, l.what()));
     }
     if (i == 0) continue;
@@ -44,9 +54,9 @@ Status LaunchGraphs::build(const char* op, const LaunchList& list, std::shared_p
       e.type = cudaGraphDependencyTypeProgrammatic;
     }
     GK_RETURN_IF_ERROR(
-        cuda_status(cudaGraphAddDependencies(g->graph, &g->nodes[i - 1], &g->nodes[i], &e, 1), op, l.what()));
+        graph_status(cudaGraphAddDependencies(g->graph, &g->nodes[i - 1], &g->nodes[i], &e, 1), op, l.what()));
   }
-  GK_RETURN_IF_ERROR(cuda_status(cudaGraphInstantiate(&g->exec, g->graph, 0), op, "cudaGraphInstantiate"));
+  GK_RETURN_IF_ERROR(graph_status(cudaGraphInstantiate(&g->exec, g->graph, 0), op, "cudaGraphInstantiate"));
   *out = std::move(g);
   return Status::Ok();
 }
@@ -67,15 +77,17 @@ Status LaunchGraphs::issue(const char* op, const LaunchList& list, cudaStream_t 
       void* ptrs[KernelLaunch::kMaxArgs];
       const cudaKernelNodeParams p = list.launch[i].node_params(ptrs);
       GK_RETURN_IF_ERROR(
-          cuda_status(cudaGraphExecKernelNodeSetParams(g->exec, g->nodes[i], &p), op, list.launch[i].what()));
+          graph_status(cudaGraphExecKernelNodeSetParams(g->exec, g->nodes[i], &p), op, list.launch[i].what()));
     }
+  } else if (seen_.find(key) == nullptr) {  // the chain's first call: launch by launch
+    seen_.insert(key, true);
+    for (int i = 0; i < list.count; ++i) GK_RETURN_IF_ERROR(list.launch[i].issue(op, stream));
+    return Status::Ok();
   } else {
     GK_RETURN_IF_ERROR(build(op, list, &g));  // with this call's arguments
     cache_.insert(key, g);
   }
-  const cudaError_t err = cudaGraphLaunch(g->exec, stream);
-  if (err != cudaSuccess) (void)cudaGetLastError();
-  return cuda_status(err, op, "cudaGraphLaunch");
+  return graph_status(cudaGraphLaunch(g->exec, stream), op, "cudaGraphLaunch");
 }
 
 Status issue_launches(const char* op, const LaunchList& list, LaunchGraphs* graphs, cudaStream_t stream) {

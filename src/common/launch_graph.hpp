@@ -3,7 +3,9 @@
 // In a graph the kernels follow each other on the device with no host call between them: under an API-tracing
 // profiler (NVIDIA's harness) each runtime call costs microseconds, and a short first kernel (a pass) would leave
 // the GPU idle while the host issues the next. The graph's nodes take each call's arguments before the launch
-// (cudaGraphExecKernelNodeSetParams), so a chain is built and instantiated once, on its first call. Host code.
+// (cudaGraphExecKernelNodeSetParams), so a chain is built and instantiated once, on the second call that makes it:
+// the first goes out launch by launch (the same kernels, the same bits), so that a shape met once (a prompt length a
+// server sees one time) costs no graph. Host code.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -27,13 +29,16 @@ struct LaunchList {
 class LaunchGraphs {
  public:
   // Chains kept; the least recently used beyond this is destroyed (a launch of it in flight still completes).
-  static constexpr size_t kCapacity = 16;
-  LaunchGraphs() : cache_(kCapacity) {}
+  static constexpr size_t kCapacity = 32;
+  // Chains met once and not yet built.
+  static constexpr size_t kSeenCapacity = 256;
+  LaunchGraphs() : cache_(kCapacity), seen_(kSeenCapacity) {}
   LaunchGraphs(const LaunchGraphs&) = delete;
   LaunchGraphs& operator=(const LaunchGraphs&) = delete;
 
-  // Issues `list` as one graph launch on `stream` (which must not be capturing: the caller asks). Launches of one
-  // chain are ordered after each other by CUDA, as a handle's calls are by its one-thread rule.
+  // Issues `list` on `stream` (which must not be capturing: the caller asks): as one graph launch from the second
+  // call of its chain on. Launches of one graph are ordered after each other by CUDA, so two calls of one chain
+  // made with one handle on two streams run one after the other (gk.h).
   Status issue(const char* op, const LaunchList& list, cudaStream_t stream);
   size_t size() const { return cache_.size(); }
 
@@ -50,6 +55,7 @@ class LaunchGraphs {
   struct Graph;  // the graph, its executable form and its nodes (destroyed with it)
   Status build(const char* op, const LaunchList& list, std::shared_ptr<Graph>* out);
   LruCache<Key, std::shared_ptr<Graph>> cache_;
+  LruCache<Key, bool> seen_;
 };
 
 // Issues `list` in order, as one graph launch when `graphs` is given and the list has more than one launch.

@@ -166,8 +166,9 @@ INSTANTIATE_TEST_SUITE_P(Plans, AudioPinned,
                          [](const auto& info) { return "p" + std::to_string(info.index); });
 
 // A call of two kernels (a pass and its GEMM) as one graph launch (launch_graph.hpp) gives the bits of the same two
-// kernels issued one after another, on every path that has a pass; a second problem of the same shape (other
-// buffers, other inputs) reuses the handle's graph with its own arguments, and a third shape adds a graph beside it.
+// kernels issued one after another, on every path that has a pass. Under launch=graph each problem makes two calls
+// (a chain's first call goes out launch by launch, its second builds the graph); a second problem of the same shape
+// (other buffers, other inputs) reuses the handle's graph with its own arguments, and a third shape adds another.
 struct LaunchCase {
   const char* pin;
   gk_precision precision;
@@ -183,24 +184,25 @@ TEST_P(AudioLaunchGraph, SameBitsAsTheStreamAndArgumentsFollowTheCall) {
     gk_testkit::AudioRecipe r;
     r.seed = next_seed();
     p.generate(r, stream());
-    std::vector<uint32_t> bits[2];
-    for (const int graph : {0, 1}) {
-      const std::string spec = std::string(lc.pin) + (graph ? ",launch=graph" : ",launch=stream");
+    std::vector<uint32_t> bits[3];
+    for (const int graph : {0, 1, 2}) {
+      const std::string spec = std::string(lc.pin) + (graph > 0 ? ",launch=graph" : ",launch=stream");
       const Pinned pin(handle(), spec.c_str());
       GK_ASSERT_OK(pin.status());
       std::string plan;
       GK_ASSERT_OK(gk::audio_qkv_plan(handle(), p.config(), p.tensors(), &plan));
       // A plan of one kernel has no launch choice to make (the pin may not apply at every row count).
       if (plan.find("launch=") != std::string::npos) {
-        ASSERT_NE(plan.find(graph ? "launch=graph" : "launch=stream"), std::string::npos) << plan;
-        graphs += graph;
+        ASSERT_NE(plan.find(graph > 0 ? "launch=graph" : "launch=stream"), std::string::npos) << plan;
+        graphs += graph == 2;
       }
       p.poison_output(stream());
       GK_ASSERT_OK(p.run(handle(), stream()));
       bits[graph] = p.output_bits(stream());
     }
     const std::string where = std::string(lc.pin) + " rows " + std::to_string(rows);
-    EXPECT_TRUE(bits[0] == bits[1]) << where;
+    EXPECT_TRUE(bits[0] == bits[1]) << where << ", first graph-mode call";
+    EXPECT_TRUE(bits[0] == bits[2]) << where << ", second graph-mode call";
     p.run_gpu_reference(stream());
     for (const auto& j : p.judge(0.002, 1e-5, stream())) {
       EXPECT_TRUE(j.passed(0.99)) << where << ": " << j.summary(0.99);
@@ -220,8 +222,9 @@ INSTANTIATE_TEST_SUITE_P(Passes, AudioLaunchGraph,
 
 // The layer's own kernels (the q|k|v kernel, the cache write, the attention's, a few-row O projection) as one graph
 // launch give the bits of the same launches one after another: the split-K q|k|v kernel with causal and additive
-// masks (the mask's classification and lists in the chain), the few-row kernels, and decode steps on a cache; a
-// second problem of the same shape reuses the handle's graph with its own arguments.
+// masks (the mask's classification and lists in the chain), the few-row kernels, and decode steps on a cache. Two
+// calls under launch=graph (the second builds the graph, or reuses it); the second problem of the same shape reuses
+// the handle's graph with its own arguments.
 struct LayerLaunchCase {
   int64_t batch, seq_len, cached;
   gk_mask_mode mask;
@@ -237,14 +240,14 @@ TEST_P(Gemma3LaunchGraph, SameBitsAsTheStream) {
     gk_testkit::Gemma3Recipe r;
     r.seed = next_seed();
     p.generate(r, stream());
-    std::vector<float> out[2];
-    for (const int graph : {0, 1}) {
-      const Pinned pin(handle(), graph ? "launch=graph" : "launch=stream");
+    std::vector<float> out[3];
+    for (const int graph : {0, 1, 2}) {
+      const Pinned pin(handle(), graph > 0 ? "launch=graph" : "launch=stream");
       GK_ASSERT_OK(pin.status());
       if (lc.cached == 0) {
         std::string plan;
         GK_ASSERT_OK(gk::gemma3_attention_plan(handle(), p.config(), p.tensors(), &plan));
-        ASSERT_NE(plan.find(graph ? "launch=graph" : "launch=stream"), std::string::npos) << plan;
+        ASSERT_NE(plan.find(graph > 0 ? "launch=graph" : "launch=stream"), std::string::npos) << plan;
       }
       p.poison_output(stream());
       GK_ASSERT_OK(p.run(handle(), stream()));
@@ -252,8 +255,11 @@ TEST_P(Gemma3LaunchGraph, SameBitsAsTheStream) {
     }
     const std::string what = "B" + std::to_string(lc.batch) + " S" + std::to_string(lc.seq_len) + " cached " +
                              std::to_string(lc.cached) + " problem " + std::to_string(problem);
-    ASSERT_EQ(out[0].size(), out[1].size());
-    EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(float)), 0) << what;
+    for (const int graph : {1, 2}) {
+      ASSERT_EQ(out[0].size(), out[graph].size());
+      EXPECT_EQ(std::memcmp(out[0].data(), out[graph].data(), out[0].size() * sizeof(float)), 0)
+          << what << ", graph-mode call " << graph;
+    }
     p.run_gpu_reference(stream());
     const auto j = p.judge(0.05, 0.05, stream());
     EXPECT_TRUE(j.passed(0.99)) << what << ": " << j.summary(0.99);
