@@ -233,12 +233,12 @@ Status audio_qkv_forward(gk_handle_t handle, const AudioQkvConfig& c, const Audi
   const int64_t rows = c.batch * c.seq_len;
   const int64_t n = c.num_heads * c.head_dim;
 
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  GK_RETURN_IF_ERROR(detail::cuda_status(cudaStreamIsCapturing(stream, &capture), kOp, "cudaStreamIsCapturing"));
+  bool capturing = false;
+  GK_RETURN_IF_ERROR(detail::stream_capturing(kOp, stream, &capturing));
   audio::AudioPlan plan;
   // The cuBLASLt workspace is idle on the fused paths: it holds the persistent kernel's stream-K state.
-  GK_RETURN_IF_ERROR(audio::plan_audio(c, handle->device_info, handle->overrides,
-                                       capture != cudaStreamCaptureStatusNone, detail::kGemmWorkspaceBytes, &plan));
+  GK_RETURN_IF_ERROR(audio::plan_audio(c, handle->device_info, handle->overrides, capturing,
+                                       detail::kGemmWorkspaceBytes, &plan));
   if (plan.path != audio::AudioPath::kCublas) {
     const audio::QkvGemmParams p = gemm_params(c, t);
     detail::LaunchList launches;
@@ -337,10 +337,10 @@ Status audio_qkv_forward_prepared(gk_handle_t handle, const AudioQkvConfig& c, c
   const Layout ws = carve(c, workspace);
   const PreparedLayout pl = prepared_layout(c, prepared.data);
   const auto s = reinterpret_cast<cudaStream_t>(stream);
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  GK_RETURN_IF_ERROR(detail::cuda_status(cudaStreamIsCapturing(s, &capture), kOp, "cudaStreamIsCapturing"));
-  const audio::AudioPlan plan = audio::plan_audio_f16(rows, c.hidden, c.num_heads, 1, handle->device_info,
-                                                      handle->overrides, capture != cudaStreamCaptureStatusNone);
+  bool capturing = false;
+  GK_RETURN_IF_ERROR(detail::stream_capturing(kOp, s, &capturing));
+  const audio::AudioPlan plan =
+      audio::plan_audio_f16(rows, c.hidden, c.num_heads, 1, handle->device_info, handle->overrides, capturing);
   const audio::F16Operands f16{1, ws.f16.a, pl.w, ws.f16.a_exps, pl.exps};
   detail::LaunchList launches;
   GK_RETURN_IF_ERROR(audio::prepare_qkv_f16_splitk(gemm_params(c, t), plan, f16, /*weights_prepared=*/true, &launches));

@@ -13,4 +13,12 @@ inline Status cuda_status(cudaError_t err, const char* op, const char* what) {
                cudaGetErrorString(err));
 }
 
+// Whether `stream` is capturing a CUDA graph (a call then leaves its launches to the caller's graph).
+inline Status stream_capturing(const char* op, cudaStream_t stream, bool* capturing) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  GK_RETURN_IF_ERROR(cuda_status(cudaStreamIsCapturing(stream, &status), op, "cudaStreamIsCapturing"));
+  *capturing = status != cudaStreamCaptureStatusNone;
+  return Status::Ok();
+}
+
 }  // namespace gk::detail

@@ -12,6 +12,11 @@ Status graph_status(cudaError_t err, const char* op, const char* what) {
   return cuda_status(err, op, what);
 }
 
+Status issue_in_order(const char* op, const LaunchList& list, cudaStream_t stream) {
+  for (int i = 0; i < list.count; ++i) GK_RETURN_IF_ERROR(list.launch[i].issue(op, stream));
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool LaunchGraphs::NodeKey::operator<(const NodeKey& o) const {
@@ -81,8 +86,7 @@ Status LaunchGraphs::issue(const char* op, const LaunchList& list, cudaStream_t 
     }
   } else if (seen_.find(key) == nullptr) {  // the chain's first call: launch by launch
     seen_.insert(key, true);
-    for (int i = 0; i < list.count; ++i) GK_RETURN_IF_ERROR(list.launch[i].issue(op, stream));
-    return Status::Ok();
+    return issue_in_order(op, list, stream);
   } else {
     GK_RETURN_IF_ERROR(build(op, list, &g));  // with this call's arguments
     cache_.insert(key, g);
@@ -92,8 +96,7 @@ Status LaunchGraphs::issue(const char* op, const LaunchList& list, cudaStream_t 
 
 Status issue_launches(const char* op, const LaunchList& list, LaunchGraphs* graphs, cudaStream_t stream) {
   if (graphs != nullptr && list.count > 1) return graphs->issue(op, list, stream);
-  for (int i = 0; i < list.count; ++i) GK_RETURN_IF_ERROR(list.launch[i].issue(op, stream));
-  return Status::Ok();
+  return issue_in_order(op, list, stream);
 }
 
 }  // namespace gk::detail

@@ -400,11 +400,10 @@ Status forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3A
   GK_RETURN_IF_ERROR(
       detail::check_call(kOp, handle, workspace, workspace_bytes, gemma3::carve_layer(c, nullptr).bytes));
   auto stream = reinterpret_cast<cudaStream_t>(stream_in);
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  GK_RETURN_IF_ERROR(detail::cuda_status(cudaStreamIsCapturing(stream, &capture), kOp, "cudaStreamIsCapturing"));
+  bool capturing = false;
+  GK_RETURN_IF_ERROR(detail::stream_capturing(kOp, stream, &capturing));
   gemma3::LayerPlan plan;
-  GK_RETURN_IF_ERROR(gemma3::plan_layer(c, t, handle->device_info, handle->overrides, &plan,
-                                        capture != cudaStreamCaptureStatusNone));
+  GK_RETURN_IF_ERROR(gemma3::plan_layer(c, t, handle->device_info, handle->overrides, &plan, capturing));
   const gemma3::LayerBuffers ws = gemma3::carve_layer(c, workspace);
   const int64_t D = c.head_dim;
   const uint64_t o_weight_bytes = uint64_t(c.hidden) * uint64_t(c.num_q_heads * D) * sizeof(bf16) / 16 * 16;
@@ -436,7 +435,9 @@ Status forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3A
   gemma3::AttentionLaunches attention;
   GK_RETURN_IF_ERROR(gemma3::prepare_attention(ap, static_cast<int>(D), plan.attention, &attention));
 
-  if (plan.graph) {  // the q|k|v kernel, the cache write, the attention's kernels and a few-row O as one launch
+  // The q|k|v step on the library's own kernel: it, the cache write, the attention's kernels and a few-row O
+  // projection in stream order, as one graph launch where the plan says so (launch_graph.hpp).
+  if (plan.qkv != gemma3::QkvKernel::kCublas) {
     detail::LaunchList launches;
     *launches.add() = qkv.launch;
     if (cache != nullptr && !cache_written) *launches.add() = cache_write;
@@ -446,10 +447,12 @@ Status forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3A
       GK_RETURN_IF_ERROR(gemma3::prepare_skinny_proj(
           gemma3::o_proj_operands(c, ws, t.o_proj_weight.data, t.out.data), plan.o_skinny, launches.add()));
     }
-    GK_RETURN_IF_ERROR(handle->graphs.issue(kOp, launches, stream));  // at most 7 of LaunchList's 8
+    // At most 7 of LaunchList's 8.
+    GK_RETURN_IF_ERROR(detail::issue_launches(kOp, launches, plan.graph ? &handle->graphs : nullptr, stream));
     if (o_skinny) return Status::Ok();
     return gemma3::run_o_projection(handle, c, ws, plan, t.o_proj_weight.data, t.out.data, stream);
   }
+  // cuBLASLt's q|k|v GEMMs (and the norm/RoPE pass), then the rest launch by launch.
   bool attention_programmatic = false;
   GK_RETURN_IF_ERROR(gemma3::issue_qkv_step(handle, c, t, ws, plan, qkv, stream, &attention_programmatic));
   if (cache != nullptr && !cache_written) {  // after the whole q|k|v step, and the attention after the whole write
