@@ -226,8 +226,11 @@ def run_audio(t, cfg):
 
 
 # ---- driver ----------------------------------------------------------------------------------------------------
-def bench_suite(suite, peers, timer, sets, seed):
-    results = {}
+def bench_suite(suite, peers, timer, sets, seed, done=None, save=None):
+    """Times every workload's peers; `done` holds a previous run's results for this suite (workloads with a result for
+    every peer are kept, not run again), and `save(results)` is called after each workload, so a run cut short by a
+    time limit keeps what it measured."""
+    results = dict(done or {})
     if suite["operator"] == "gemma3_attention":
         # Once per suite: the compiled functions are reused across shapes and configurations.
         norm_rope = make_norm_rope(suite["constants"])
@@ -237,6 +240,9 @@ def bench_suite(suite, peers, timer, sets, seed):
         b, s = w["batch"], w["seq_len"]
         cfg = dict(suite["constants"], **w.get("config", {}))  # the workload's own configuration
         label = workload_label(w)
+        if all(name in results.get(label, {}) for name in peers):  # timed, or a reason it cannot run
+            log(f"{suite['id']} {label}: kept from the previous run")
+            continue
         gen = torch.Generator(device="cuda").manual_seed(seed + idx)
         rows = None  # every output row judged
         cached = int(cfg.get("cached", 0))
@@ -294,6 +300,8 @@ def bench_suite(suite, peers, timer, sets, seed):
                 caps = None
                 torch.cuda.empty_cache()
         set_tf32(False)
+        if save is not None:
+            save(results)
     return results
 
 
@@ -304,6 +312,7 @@ def main():
     ap.add_argument("--suites", default="054,047", help="suite ids, e.g. 054,047,gemma3")
     ap.add_argument("--sets", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--resume", help="a previous peers.json: its workloads with every peer timed are not run again")
     args = ap.parse_args()
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -314,11 +323,23 @@ def main():
     ours = load_ours(args.ours)
     timer = Timer()
     all_results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "suites": {}}
-    for sid in args.suites.split(","):
-        suite = json.loads(next((ROOT / "suites").glob(f"{sid}_*.json")).read_text())
-        res = bench_suite(suite, peers_of(suite), timer, args.sets, args.seed)
+    previous = {}
+    if args.resume:
+        stored = json.loads(pathlib.Path(args.resume).read_text())
+        if stored.get("device") != all_results["device"]:
+            sys.exit(f"--resume: {args.resume} was measured on {stored.get('device')}, this is {all_results['device']}")
+        previous = stored["suites"]
+        all_results["suites"].update(previous)  # suites not run now stay in the written file
+
+    def save(sid, res):
         all_results["suites"][sid] = res
         (out / "peers.json").write_text(json.dumps(all_results, indent=1) + "\n")
+
+    for sid in args.suites.split(","):
+        suite = json.loads(next((ROOT / "suites").glob(f"{sid}_*.json")).read_text())
+        res = bench_suite(suite, peers_of(suite), timer, args.sets, args.seed, previous.get(sid),
+                          lambda r, sid=sid: save(sid, r))
+        save(sid, res)
         log(write_suite(out, suite, ours, all_results))
 
 

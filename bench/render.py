@@ -75,7 +75,12 @@ def merged_table(suite, ours, peers_res, peers):
     return "\n".join(rows) + "\n", cols
 
 
-def chart(suite, cols, peers, path, title):
+def peaks_source(ours):
+    """Where the SOL floors' peaks come from, as gk bench recorded it (e.g. "datasheet: NVIDIA H100 SXM")."""
+    return ours.get("peaks", {}).get("source", "the device's datasheet")
+
+
+def chart(suite, cols, peers, path, title, floor_label):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -84,7 +89,7 @@ def chart(suite, cols, peers, path, title):
     fig, ax = plt.subplots(figsize=(12, 5.5))
     x = range(len(labels))
     if len(cols["floor"]) == len(labels):
-        ax.plot(x, cols["floor"], "k--", label="H200 speed of light (datasheet floor)")
+        ax.plot(x, cols["floor"], "k--", label=f"speed of light ({floor_label})")
     if len(cols["ours"]) == len(labels):
         ax.plot(x, cols["ours"], "o-", lw=2.5, label="gemma-kernels")
     for p in peers:
@@ -114,9 +119,9 @@ def write_suite(out, suite, ours, peer_results, stored_peers=False):
             f"gemma-kernels: `gk bench` ({ours.get('timer', 'n/a')} timer, commit {ours.get('git_commit', '?')}); "
             f"peers{' (a stored bench/peers.py run, peers.json)' if stored_peers else ''}: CUDA-graph replay timed "
             "with events; all: 2xL2 scrub before every iteration, 3 rotating "
-            "input sets, 10 warm-up + 50 timed, median. SOL floor: H200 datasheet, causal-aware.\n\n")
+            f"input sets, 10 warm-up + 50 timed, median. SOL floor: {peaks_source(ours)}, causal-aware.\n\n")
     (out / f"{sid}.md").write_text(note + table)
-    chart(suite, cols, peers, out / f"{sid}.png", f"Suite {sid} on {peer_results['device']}")
+    chart(suite, cols, peers, out / f"{sid}.png", f"Suite {sid} on {peer_results['device']}", peaks_source(ours))
     return table
 
 
