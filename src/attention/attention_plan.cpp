@@ -62,8 +62,7 @@ Status plan_attention(const AttentionShape& s, const detail::DeviceInfo& dev, co
     p.block_m = kSm90Block;
     p.block_n = sm90_key_tile(s.head_dim, true);
     p.tail_rows = ov.attention_tail == 1 ? 0 : packed_tail_rows(s.seq_len, s.group_size, kSm90Block);
-    // At head_dim 256 the output leaves from registers (no shared memory left to stage it for TMA stores).
-    p.o_tma = s.o_tma && s.head_dim == 128 && ov.attention_store != 1;
+    p.o_tma = s.o_tma && ov.attention_store != 1;
     if (s.softcap && s.head_dim == 128) {
       const bool wanted = s.mask != MaskMode::kAdditive
                               ? ov.attention_softmax != 0

@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     mma.last_pv(acc_o, p_frag, g0 + n_blocks - 1);
 
     Sm90Epilogue<Tr>::store(acc_o, scores.softmax, p, tc, &out_map, cols.o_tma, smem.out_stage(half_block),
-                            half_block);
+                            smem.out_free(), local, half_block);
     g0 += n_blocks;
   }
   // The last tile's TMA stores read this CTA's shared memory: they finish before it exits.

@@ -7,8 +7,10 @@
 // issuing loads and stores in every thread; a packed GQA tail (rows of several heads), or an output whose heads
 // are not contiguous rows, leaves by 16-byte stores (direct). Named barrier 3 + half guards the buffer: its first
 // wait also covers the previous tile's reads (the issuing thread waits for its bulk stores to have read the buffer
-// before arriving). At D = 256 there is no room for the staging buffer: rows leave from registers after a word
-// exchange across each quad (store_registers).
+// before arriving). At D = 256 there is room for one buffer, which the two warpgroups take in turn (the first half
+// first, as their tensor-core turns go): the out-free barrier completes when a warpgroup's stores have read it. Its
+// rows leaving by register stores instead, all CTAs of a window's equal work tiles stored at once and each
+// warpgroup waited ~3 us on its stores (docs/perf-log.md v42).
 #pragma once
 
 #include <cuda.h>
@@ -27,27 +29,50 @@ template <class Tr>
 struct Sm90Epilogue {
   static constexpr int kRows = Tr::kConsumerRows;
   static constexpr int kChunks = Tr::kHeadDim / 8;  // 16-byte chunks of an output row
-  // device::staged_write_head and staged_chunk stage a warpgroup's 64 rows of a 128-column head.
-  static_assert(!Tr::kStagedOutput || (Tr::kDTiles == 16 && kRows == 64 && Tr::kBoxCols * 2 == 128 &&
-                                        Tr::kBoxes * device::kStagedBoxBytes == Tr::kOutBytes),
-                "the staging layout of device::staged_write_head: 64 rows of 128 columns in 64-column boxes");
-  static_assert(Tr::kDTiles % 4 == 0, "register stores: groups of four n8 tiles");
+  // staged_chunk's layout: a warpgroup's 64 rows, in boxes of 64 columns (2 at D = 128, 4 at D = 256).
+  static_assert(kRows == 64 && Tr::kBoxCols * 2 == 128 && Tr::kBoxes * device::kStagedBoxBytes == Tr::kOutBytes,
+                "staged_chunk's layout: 64 rows in boxes of 64 columns");
+  static_assert(Tr::kOutStages == 2 || Tr::kOutStages == 1, "a buffer per warpgroup, or one taken in turn");
+  static_assert(Tr::kOutStages == 1 || Tr::kDTiles == 16, "device::staged_write_head stages 128 columns");
 
-  // The rows of warpgroup `half` (t: the thread's index in it), normalized by the softmax's sums, to `stage` (its
-  // staging buffer) and out.
+  // The rows of warpgroup `half` (t: the thread's index in it) of the CTA's work tile `local`, normalized by the
+  // softmax's sums, to `stage` (its staging buffer) and out. `out_free`: the shared buffer's barrier (kOutStages 1).
   __device__ __forceinline__ static void store(const float (&acc_o)[Tr::kDTiles][4], const SoftmaxSums& softmax,
                                                const AttentionParams& p, const TileCoord& tc,
-                                               const CUtensorMap* out_map, bool o_tma, uint32_t stage, int half) {
+                                               const CUtensorMap* out_map, bool o_tma, uint32_t stage,
+                                               uint32_t out_free, int local, int half) {
     const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32, g = lane >> 2, q = lane & 3;
     float inv_l[2];
     softmax.finalize(inv_l);
-    if constexpr (!Tr::kStagedOutput) {
-      store_registers(acc_o, inv_l, p, tc, half, warp, lane);
+    const auto pair = [&](int dt, int hh) {
+      return device::pack_bf16x2(acc_o[dt][2 * hh] * inv_l[hh], acc_o[dt][2 * hh + 1] * inv_l[hh]);
+    };
+    const bool tma = o_tma && tc.tail_rows == 0;
+    if constexpr (Tr::kOutStages == 1) {
+      // Use 2 local + half of the shared buffer waits for the previous use's release.
+      const int use = 2 * local + half;
+      if (use > 0) device::mbar_wait(out_free, uint32_t(use - 1) & 1u);
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+#pragma unroll
+        for (int j = 0; j < Tr::kDTiles; ++j) {
+          device::st_shared_b32(device::staged_chunk(stage, warp * 16 + g + 8 * hr, j) + q * 4, pair(j, hr));
+        }
+      }
+      if (tma) {
+        store_tma(out_map, tc, stage, half, t);
+        if (t == 0) {
+          device::bulk_wait_read();  // the stores have read the buffer
+          device::mbar_arrive(out_free);
+        }
+      } else {
+        store_direct(p, tc, stage, half, t);
+        device::named_barrier_sync(3 + half, 128);  // every thread's reads of the buffer done
+        if (t == 0) device::mbar_arrive(out_free);
+      }
     } else {
-      device::staged_write_head(stage, 3 + half, warp * 16 + g, q, [&](int dt, int hh) {
-        return device::pack_bf16x2(acc_o[dt][2 * hh] * inv_l[hh], acc_o[dt][2 * hh + 1] * inv_l[hh]);
-      });
-      if (o_tma && tc.tail_rows == 0) {
+      device::staged_write_head(stage, 3 + half, warp * 16 + g, q, pair);
+      if (tma) {
         store_tma(out_map, tc, stage, half, t);
         return;
       }
@@ -67,42 +92,6 @@ struct Sm90Epilogue {
         device::tma_store_3d(out_map, stage + box * device::kStagedBoxBytes, col + box * Tr::kBoxCols, row, tc.b);
       }
       device::bulk_commit_group();
-    }
-  }
-
-  // Without staging (D = 256: no shared memory left for it), 16-byte stores straight from the accumulators. A
-  // quad's lanes hold two columns each of the same two rows per n8 tile; over four n8 tiles, a 4 x 4 exchange of
-  // 32-bit words across the quad leaves each lane the eight consecutive columns of one of them, so every store is
-  // 16 bytes and each quad writes 64 contiguous bytes of a row (whole sectors). Rows as in store_direct.
-  __device__ __forceinline__ static void store_registers(const float (&acc_o)[Tr::kDTiles][4], const float (&inv_l)[2],
-                                                         const AttentionParams& p, const TileCoord& tc, int half,
-                                                         int warp, int lane) {
-    const int g = lane >> 2, q = lane & 3;
-    const int rows = tc.tail_rows > 0 ? tc.tail_rows * p.group_size : Tr::kBlockM;
-    const auto pick = [](const uint32_t (&w)[4], int i) {
-      return (i & 2) ? ((i & 1) ? w[3] : w[2]) : ((i & 1) ? w[1] : w[0]);
-    };
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int i = half * kRows + warp * 16 + g + 8 * hh;
-      int head, pos;
-      row_of(tc, i, &head, &pos);
-      const bool live = pos < p.seq_len && i < rows;
-      __nv_bfloat16* row = p.o + tc.b * p.o_batch_stride + head * p.o_head_stride + int64_t(pos) * p.o_token_stride;
-#pragma unroll
-      for (int j = 0; j < Tr::kDTiles / 4; ++j) {
-        uint32_t w[4], got[4];
-#pragma unroll
-        for (int d = 0; d < 4; ++d) {
-          w[d] = device::pack_bf16x2(acc_o[4 * j + d][2 * hh] * inv_l[hh], acc_o[4 * j + d][2 * hh + 1] * inv_l[hh]);
-        }
-        // Round r: lane L sends its word for n8 tile 4 j + (L ^ r) to lane L ^ r, so lane q receives the columns
-        // 2 (q ^ r), + 1 of n8 tile 4 j + q.
-#pragma unroll
-        for (int r = 0; r < 4; ++r) got[r] = r == 0 ? pick(w, q) : __shfl_xor_sync(0xffffffffu, pick(w, q ^ r), r);
-        const uint4 v = make_uint4(pick(got, q), pick(got, q ^ 1), pick(got, q ^ 2), pick(got, q ^ 3));
-        if (live) *reinterpret_cast<uint4*>(row + (4 * j + q) * 8) = v;
-      }
     }
   }
 

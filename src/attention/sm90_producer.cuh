@@ -3,7 +3,8 @@
 // tiles into the kStages ring (device::Pipeline: each stage completes on a "full" mbarrier and is released by the
 // consumers through an "empty" one). The ring and its phases run on across work tiles, and the next tile's Q loads
 // as soon as the consumers' last Q K^T of the current one has completed, so the loads of one tile overlap the last
-// P*V and the output store of the previous.
+// P*V and the output store of the previous. That load has only the last tile's softmax, P*V and store to hide in,
+// so the producer asks L2 for the next tile's Q a few key tiles earlier (prefetch_q).
 #pragma once
 
 #include <cuda.h>
@@ -55,6 +56,20 @@ struct Sm90Producer {
     }
   }
 
+  // The work tile's Q into L2 (an ordinary tile's boxes, as load_q reads them; a packed tail's rows are left to its
+  // load). Its load then waits for L2 instead of memory.
+  __device__ __forceinline__ static void prefetch_q(const CUtensorMap* qkv_map, const TileCoord& tc) {
+    if (tc.tail_rows != 0) return;
+    const int q_col = tc.h * Tr::kHeadDim;
+#pragma unroll
+    for (int box = 0; box < Tr::kBoxes; ++box) {
+#pragma unroll
+      for (int r = 0; r < Tr::kBlockM / Tr::kBoxRows; ++r) {
+        device::tma_prefetch_l2_3d(qkv_map, q_col + box * Tr::kBoxCols, tc.m0 + r * Tr::kBoxRows, tc.b);
+      }
+    }
+  }
+
   // One K or V tile (all of its column boxes) into `tile`, stage s of the ring in round `round`, once the stage is
   // free. Pipeline::producer_acquire's steps, with the stage and round computed once for the K and the V tile (as
   // a call, producer_acquire has the compiler recompute the round for each).
@@ -98,14 +113,22 @@ struct Sm90Producer {
         if (it == 0 && p.l2_prefetch_bytes != 0) {  // behind this CTA's first loads
           device::bulk_prefetch_l2_share(p.l2_prefetch, p.l2_prefetch_bytes, blockIdx.x, gridDim.x);
         }
+        if (nb == 0) {
+          // The next tile is decoded into its slot behind this one's first key tile, off the path from the Q
+          // barrier's release to the next Q load. Slot (local + 1) % 2 is free: the consumers read it at the start
+          // of tile local - 1, before they released Q for this tile's load.
+          const int next = persistent_tile(local + 1);
+          TileCoord nc{};
+          if (next < p.num_tiles) nc = decode(p, next);
+          write_tile<kMask>(sm.tile_slot(local + 1), next, nc);
+        }
+        // The producer runs kStages key tiles ahead of the consumers: asked for here, the next Q has about
+        // kStages + 2 key tiles of the consumers' work to arrive in L2 before its load.
+        if (nb == max(0, tc.n_blocks - 2)) {
+          TileCoord nc;
+          if (read_tile<kMask>(sm.tile_slot(local + 1), p, &nc) < p.num_tiles) prefetch_q(qkv_map, nc);
+        }
       }
-      // The next tile is decoded into its slot while the ring still holds this one's last key tiles, so the
-      // divisions stay off the path from the Q barrier's release to the next Q load. Slot (local + 1) % 2 is free:
-      // the consumers read it at the start of tile local - 1, before they released Q for this tile's load.
-      const int next = persistent_tile(local + 1);
-      TileCoord nc{};
-      if (next < p.num_tiles) nc = decode(p, next);
-      write_tile<kMask>(sm.tile_slot(local + 1), next, nc);
     }
   }
 };

@@ -15,8 +15,9 @@ namespace gk::gemma3 {
 // in boxes of kBoxCols columns (128 bytes: one 128-byte swizzle row) x kBoxRows (= kBlockN) rows: a K or V tile is
 // kBoxes boxes side by side, a Q tile kBoxes column boxes of kBlockM rows, each loaded as kBlockM / kBoxRows boxes.
 // Two shapes: D = 128 with 128-key tiles, and D = 256 with 64-key tiles (the 64 x 256 fp32 output accumulator takes
-// 128 registers a thread, so the scores get 32; and the Q tile and two K/V stages take 192 KB, which leaves no room
-// for the output staging: D = 256 stores its rows from registers, Sm90Epilogue).
+// 128 registers a thread, so the scores get 32; and the Q tile and two K/V stages take 192 KB, which leaves room for
+// one warpgroup's output staging buffer, not two: at D = 256 the two consumer warpgroups take turns with one,
+// Sm90Epilogue).
 template <int kHeadDim_, int kBlockM_ = 128, int kBlockN_ = 128>
 struct Sm90AttentionTraits {
   static constexpr int kBlockM = kBlockM_;
@@ -35,13 +36,14 @@ struct Sm90AttentionTraits {
   static constexpr uint32_t kTileBytes = kBoxes * kBoxBytes;          // a K or V tile
   static constexpr uint32_t kQBoxBytes = kBoxCols * kBlockM * 2;      // one Q column box (kBlockM rows)
   static constexpr uint32_t kQTileBytes = kBoxes * kQBoxBytes;
-  static constexpr int kNumBarriers = 2 + 4 * kStages;  // Q full, Q empty; K, V full; K, V empty
-  // The output leaves through shared-memory staging (TMA or 16-byte stores) where it fits: at D = 128.
-  static constexpr bool kStagedOutput = kHeadDim == 128;
-  static constexpr uint32_t kOutBytes = kStagedOutput ? kConsumerRows * kHeadDim * 2 : 0;  // per consumer warpgroup
+  // Q full, Q empty; K, V full; K, V empty; the shared output staging buffer free (used where kOutStages == 1).
+  static constexpr int kNumBarriers = 3 + 4 * kStages;
+  // The output leaves through shared-memory staging (TMA or 16-byte stores): a buffer per consumer warpgroup at
+  // D = 128, one that they take in turn at D = 256.
+  static constexpr int kOutStages = kHeadDim == 128 ? 2 : 1;
+  static constexpr uint32_t kOutBytes = kConsumerRows * kHeadDim * 2;  // one staging buffer
   static constexpr size_t kSmemBytes = 1024 + size_t(kQTileBytes) + size_t(kTileBytes) * 2 * kStages +
-                                       kConsumerWarpgroups * size_t(kOutBytes) + 2 * kTileSlotBytes +
-                                       8 * kNumBarriers;
+                                       kOutStages * size_t(kOutBytes) + 2 * kTileSlotBytes + 8 * kNumBarriers;
   static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs = 240;
   static constexpr int kNTiles = kBlockN / 8;   // n8 tiles of scores
@@ -69,7 +71,7 @@ struct Sm90Columns {
 };
 
 // The shared-memory map: Q, the K and V rings, the output staging buffers, two decoded-tile slots, the mbarriers.
-// Barriers: Q full, Q empty, then K full[kStages], V full[kStages], K empty[kStages], V empty[kStages].
+// Barriers: Q full, Q empty, then K full[kStages], V full[kStages], K empty[kStages], V empty[kStages], out free.
 template <class Tr>
 struct Sm90Smem {
   uint32_t q, k, v, o, slots, bar;
@@ -80,8 +82,8 @@ struct Sm90Smem {
       : q(base),
         k(q + Tr::kQTileBytes),                // kStages tiles
         v(k + Tr::kStages * Tr::kTileBytes),   // kStages tiles
-        o(v + Tr::kStages * Tr::kTileBytes),   // kConsumerWarpgroups output staging buffers (if staged)
-        slots(o + Tr::kConsumerWarpgroups * Tr::kOutBytes),  // 2 decoded work tiles (16-byte aligned)
+        o(v + Tr::kStages * Tr::kTileBytes),   // kOutStages output staging buffers
+        slots(o + Tr::kOutStages * Tr::kOutBytes),  // 2 decoded work tiles (16-byte aligned)
         bar(slots + 2 * kTileSlotBytes),       // 8-byte mbarriers
         q_pipe{bar, bar + 8u},
         k_pipe{bar + 8u * 2, bar + 8u * (2 + 2 * Tr::kStages)},
@@ -90,7 +92,11 @@ struct Sm90Smem {
   // The producer's decoded tile for the consumers' work tile `local`, in slot local % 2.
   __device__ __forceinline__ uint32_t tile_slot(int local) const { return slots + kTileSlotBytes * (local & 1); }
   // Consumer warpgroup `half`'s output staging buffer.
-  __device__ __forceinline__ uint32_t out_stage(int half) const { return o + half * Tr::kOutBytes; }
+  __device__ __forceinline__ uint32_t out_stage(int half) const {
+    return o + (Tr::kOutStages > 1 ? half : 0) * Tr::kOutBytes;
+  }
+  // Completes each time a warpgroup is done with the shared staging buffer (kOutStages == 1).
+  __device__ __forceinline__ uint32_t out_free() const { return bar + 8u * (2 + 4 * Tr::kStages); }
 
   // One thread, before the CTA's first barrier sync. The empty barriers expect one arrival per consumer warp.
   __device__ __forceinline__ void init_barriers() const {
@@ -102,6 +108,7 @@ struct Sm90Smem {
       device::mbar_init(k_pipe.empty(s), Tr::kConsumerWarps);
       device::mbar_init(v_pipe.empty(s), Tr::kConsumerWarps);
     }
+    device::mbar_init(out_free(), 1);
     device::mbar_fence_init();
   }
 };

@@ -119,7 +119,8 @@ TEST_P(Gemma3Pinned256, ModelHeadsAndMasks) {
 
 INSTANTIATE_TEST_SUITE_P(Plans, Gemma3Pinned256,
                          ::testing::Values("attention.kernel=sm80", "attention.kernel=sm90",
-                                           "attention.kernel=sm90,attention.tail=separate"),
+                                           "attention.kernel=sm90,attention.tail=separate",
+                                           "attention.kernel=sm90,attention.store=direct"),
                          [](const auto& info) { return "p" + std::to_string(info.index); });
 
 class AudioPinned : public GpuParamTest<const char*> {};

@@ -70,6 +70,13 @@ __device__ __forceinline__ uint32_t staged_chunk(uint32_t stage, int r, int c) {
   return stage + (c / 8) * kStagedBoxBytes + r * 128 + (((c % 8) ^ (r & 7)) << 4);
 }
 
+// Asks L2 for a 3-D tiled box of `map` at (c0, c1, c2), as tma_load_3d would read it; nothing lands in shared memory.
+__device__ __forceinline__ void tma_prefetch_l2_3d(const CUtensorMap* map, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n" ::"l"(map), "r"(c0), "r"(c1),
+               "r"(c2)
+               : "memory");
+}
+
 // 2-D tiled store of the shared-memory box at `src` to (c0, c1); as tma_store_3d.
 __device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, uint32_t src, int c0, int c1) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(map), "r"(src),
