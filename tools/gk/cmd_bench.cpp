@@ -114,7 +114,7 @@ void add_bench(CLI::App& app, BenchOptions& o) {
   auto* cmd = app.add_subcommand(
       "bench", "Check and time the suites (or one workload, or a custom shape) as SOL-ExecBench does");
   o.shape.suite = "all";
-  cmd->add_option("--suite", o.shape.suite, "Suite: 047 | 054 | all");
+  cmd->add_option("--suite", o.shape.suite, "Suite: 047 | 054 | gemma3 | decode | all (every built-in suite)");
   add_shape_options(cmd, o.shape);
   cmd->add_option("--timer", o.timer,
                   "cupti (span of the call's GPU activity) | events | both | official (SOL-ExecBench's own method: "

@@ -105,7 +105,8 @@ uint64_t clock_seed() {
 
 void add_run(CLI::App& app, RunOptions& o) {
   auto* cmd = app.add_subcommand("run", "Run an operator on generated inputs and check it against a reference");
-  cmd->add_option("--suite", o.shape.suite, "Run every workload of a built-in suite (047 | 054 | all)");
+  cmd->add_option("--suite", o.shape.suite,
+                  "Run every workload of a built-in suite (047 | 054 | gemma3 | decode | all)");
   add_shape_options(cmd, o.shape);
   cmd->add_option("--mask-pattern", o.mask_pattern, "gemma3 additive mask contents: causal | padded")
       ->check(CLI::IsMember({"causal", "padded"}));
