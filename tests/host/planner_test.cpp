@@ -330,9 +330,10 @@ TEST(AudioPlanner, PrintedPlanPinsTheSamePlan) {
 
 namespace {
 
-// The attention planner at head_dim 256 (docs/dispatch.md): the Hopper kernel with its 64-key tiles on a wide grid,
-// its output by 16-byte stores and the running-maximum softmax (both at 128 only), the sm80-class kernel for an
-// additive mask or a narrow grid; head_dim 128 keeps its 128 x 128 tiles.
+// The attention planner at head_dim 256 (docs/dispatch.md): the Hopper kernel with its 64-key tiles at every grid,
+// its output by TMA stores and the running-maximum softmax (the fixed reference is built at 128 only), the sm80-class
+// kernel for an additive mask; head_dim 128 keeps its 128 x 128 tiles and takes the sm80-class kernel on a narrow
+// grid.
 gk::gemma3::AttentionShape attention_shape(int head_dim, int seq_len, int q_heads, int group,
                                            gk::gemma3::MaskMode mask) {
   gk::gemma3::AttentionShape s;
@@ -368,8 +369,11 @@ TEST(AttentionPlanner, HeadDim256TakesTheHopperKernelWithItsKeyTiles) {
   const auto additive = plan(attention_shape(256, 8192, 16, 2, MaskMode::kAdditive), "attention.kernel=sm90");
   EXPECT_EQ(additive.kernel, AttentionKernel::kSm80);
   EXPECT_EQ(additive.block_n, 64);
-  // 8 tiles of 128 rows for 132 SMs: the 64-row kernel, twice the CTAs.
-  EXPECT_EQ(plan(attention_shape(256, 1024, 1, 1, MaskMode::kCausal)).kernel, AttentionKernel::kSm80);
+  // 8 tiles of 128 rows for 132 SMs: at head_dim 256 still the Hopper kernel (twice the sm80-class kernel's speed
+  // with half its CTAs), at 128 the 64-row kernel with twice the CTAs.
+  EXPECT_EQ(plan(attention_shape(256, 1024, 1, 1, MaskMode::kCausal)).kernel, AttentionKernel::kSm90);
+  EXPECT_EQ(plan(attention_shape(256, 128, 1, 1, MaskMode::kSliding)).kernel, AttentionKernel::kSm90);
+  EXPECT_EQ(plan(attention_shape(128, 1024, 1, 1, MaskMode::kCausal)).kernel, AttentionKernel::kSm80);
   const auto d128 = plan(attention_shape(128, 8192, 24, 3, MaskMode::kCausal));
   EXPECT_EQ(d128.kernel, AttentionKernel::kSm90);
   EXPECT_EQ(d128.block_n, 128);
