@@ -78,7 +78,8 @@ INSTANTIATE_TEST_SUITE_P(Plans, Gemma3Pinned,
 
 // head_dim 256 under each attention pin, on the 1B, 4B and 12B models' head shapes (groups 4 and 2) and one of group
 // 1: causal, a sliding window and no mask, softcap on and off, lengths that leave packed GQA tails, partial key
-// tiles and a single row. Small grids, which the planner would give the sm80 kernel unless pinned.
+// tiles and a single row; and two lengths that give most CTAs of the Hopper kernel's persistent grid several work
+// tiles, so its warpgroups pass the shared output staging buffer back and forth across tiles.
 class Gemma3Pinned256 : public GpuParamTest<const char*> {};
 
 TEST_P(Gemma3Pinned256, ModelHeadsAndMasks) {
@@ -95,7 +96,8 @@ TEST_P(Gemma3Pinned256, ModelHeadsAndMasks) {
   };
   const Shape shapes[] = {{2, 1, 0, GK_MASK_CAUSAL},    {2, 37, 0, GK_MASK_CAUSAL},  {1, 130, 0, GK_MASK_CAUSAL},
                           {3, 293, 0, GK_MASK_CAUSAL},  {1, 700, 100, GK_MASK_CAUSAL}, {2, 293, 64, GK_MASK_CAUSAL},
-                          {1, 300, 1, GK_MASK_CAUSAL},  {2, 129, 0, GK_MASK_NONE},   {1, 700, 0, GK_MASK_NONE}};
+                          {1, 300, 1, GK_MASK_CAUSAL},  {2, 129, 0, GK_MASK_NONE},   {1, 700, 0, GK_MASK_NONE},
+                          {2, 3000, 1024, GK_MASK_CAUSAL}, {1, 4096, 0, GK_MASK_CAUSAL}};
   int n = 0;
   for (const Heads& h : heads) {
     for (const Shape& sh : shapes) {
@@ -122,6 +124,53 @@ INSTANTIATE_TEST_SUITE_P(Plans, Gemma3Pinned256,
                                            "attention.kernel=sm90,attention.tail=separate",
                                            "attention.kernel=sm90,attention.store=direct"),
                          [](const auto& info) { return "p" + std::to_string(info.index); });
+
+// The Hopper kernel's two store paths at head_dim 256 give the same bits: the staged rows leave by TMA stores, or
+// are read back by every thread for 16-byte stores; both through the one staging buffer that the two consumer
+// warpgroups hand back and forth, over grids of several work tiles per CTA (a hand-off out of turn would show here
+// as rows of the other warpgroup or of the previous tile).
+class Gemma3Store256 : public gk_test::GpuTest {};
+
+TEST_F(Gemma3Store256, TmaAndDirectStoresGiveTheSameBits) {
+  const auto& suite = gk_testkit::builtin_suite("047");
+  struct Case {
+    int64_t batch, seq_len, window, q, kv;
+  };
+  const Case cases[] = {{2, 3000, 1024, 8, 4}, {1, 8192, 512, 4, 1}, {2, 2053, 0, 16, 8}};
+  for (const Case& k : cases) {
+    auto c = gk_testkit::gemma3_config(suite, {k.batch, k.seq_len, 0.05, 0.05, 0});
+    c.hidden = 1024;
+    c.num_q_heads = k.q;
+    c.num_kv_heads = k.kv;
+    c.head_dim = 256;
+    c.query_scale = 0.0625f;
+    c.sliding_window = k.window;
+    c.softcap = 0.f;
+    Gemma3Problem p(c);
+    gk_testkit::Gemma3Recipe r;
+    r.seed = next_seed();
+    p.generate(r, stream());
+    std::vector<float> out[2];
+    for (const int direct : {0, 1}) {
+      const Pinned pin(handle(), direct ? "attention.kernel=sm90,attention.store=direct"
+                                        : "attention.kernel=sm90,attention.store=tma");
+      GK_ASSERT_OK(pin.status());
+      std::string plan;
+      GK_ASSERT_OK(gk::gemma3_attention_plan(handle(), p.config(), p.tensors(), &plan));
+      ASSERT_NE(plan.find(direct ? "attention.store=direct" : "attention.store=tma"), std::string::npos) << plan;
+      p.poison_output(stream());
+      GK_ASSERT_OK(p.run(handle(), stream()));
+      out[direct] = p.output(stream());
+    }
+    const std::string what = "B" + std::to_string(k.batch) + " S" + std::to_string(k.seq_len) + " window " +
+                             std::to_string(k.window) + " H" + std::to_string(k.q) + "/" + std::to_string(k.kv);
+    ASSERT_EQ(out[0].size(), out[1].size());
+    EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(float)), 0) << what;
+    p.run_gpu_reference(stream());
+    const auto j = p.judge(0.05, 0.05, stream());
+    EXPECT_TRUE(j.passed(suite.required_matched_ratio)) << what << ": " << j.summary(suite.required_matched_ratio);
+  }
+}
 
 class AudioPinned : public GpuParamTest<const char*> {};
 
