@@ -61,6 +61,9 @@ struct Sm90Epilogue {
       }
       if (tma) {
         store_tma(out_map, tc, stage, half, t);
+        // Only thread 0 waits for its stores to have read the buffer; the warpgroup's other warps cannot reach
+        // their next wait on out_free before it arrives, because the next tile's first turn (take_turn, a barrier
+        // of both warpgroups) needs warp 0. A mainloop without that barrier would need one here.
         if (t == 0) {
           device::bulk_wait_read();  // the stores have read the buffer
           device::mbar_arrive(out_free);

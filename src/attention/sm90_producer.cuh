@@ -113,7 +113,7 @@ struct Sm90Producer {
         if (it == 0 && p.l2_prefetch_bytes != 0) {  // behind this CTA's first loads
           device::bulk_prefetch_l2_share(p.l2_prefetch, p.l2_prefetch_bytes, blockIdx.x, gridDim.x);
         }
-        if (nb == 0) {
+        if (nb == 0) {  // every work tile has a key tile (MaskPolicy's visited range is never empty)
           // The next tile is decoded into its slot behind this one's first key tile, off the path from the Q
           // barrier's release to the next Q load. Slot (local + 1) % 2 is free: the consumers read it at the start
           // of tile local - 1, before they released Q for this tile's load.

@@ -78,8 +78,9 @@ INSTANTIATE_TEST_SUITE_P(Plans, Gemma3Pinned,
 
 // head_dim 256 under each attention pin, on the 1B, 4B and 12B models' head shapes (groups 4 and 2) and one of group
 // 1: causal, a sliding window and no mask, softcap on and off, lengths that leave packed GQA tails, partial key
-// tiles and a single row; and two lengths that give most CTAs of the Hopper kernel's persistent grid several work
-// tiles, so its warpgroups pass the shared output staging buffer back and forth across tiles.
+// tiles and a single row; and two longer lengths, which on the 8/4 heads give the Hopper kernel's persistent grid
+// two or more work tiles per CTA (its warpgroups pass the shared output staging buffer back and forth across
+// tiles; Gemma3Store256 covers that more).
 class Gemma3Pinned256 : public GpuParamTest<const char*> {};
 
 TEST_P(Gemma3Pinned256, ModelHeadsAndMasks) {
