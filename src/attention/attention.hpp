@@ -22,8 +22,9 @@ struct AttentionLaunches {
   // kernel leaves free, set up, and wait for it (device::grid_dependency_wait) before reading anything. In additive
   // mode the classification and the lists run in between, each programmatic behind the kernel before it (the
   // classification beside the end of the one before: mask_tiles.cu).
-  Status issue(const char* op, bool programmatic, cudaStream_t stream);
-  // The same launches, in the same order and with the same `programmatic`, added to `out` (for one graph launch).
+  Status issue(const char* op, bool programmatic, cudaStream_t stream) const;
+  // The launches issue() makes, in its order, `programmatic` on all but the combine step, added to `out` (a caller's
+  // list for one graph launch, or issue()'s own).
   Status append(bool programmatic, detail::LaunchList* out) const;
 };
 

@@ -171,13 +171,10 @@ Status prepare_attention_kernels() {
   return prepare_decode_kernels();
 }
 
-Status AttentionLaunches::issue(const char* op, bool programmatic, cudaStream_t stream) {
-  for (detail::KernelLaunch* l : {&classify, &list, &kernel}) {
-    if (l->empty()) continue;
-    l->set_programmatic(programmatic);
-    GK_RETURN_IF_ERROR(l->issue(op, stream));
-  }
-  return combine.empty() ? Status::Ok() : combine.issue(op, stream);
+Status AttentionLaunches::issue(const char* op, bool programmatic, cudaStream_t stream) const {
+  detail::LaunchList launches;
+  GK_RETURN_IF_ERROR(append(programmatic, &launches));
+  return detail::issue_launches(op, launches, /*graphs=*/nullptr, stream);
 }
 
 Status AttentionLaunches::append(bool programmatic, detail::LaunchList* out) const {

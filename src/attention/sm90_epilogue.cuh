@@ -8,9 +8,9 @@
 // are not contiguous rows, leaves by 16-byte stores (direct). Named barrier 3 + half guards the buffer: its first
 // wait also covers the previous tile's reads (the issuing thread waits for its bulk stores to have read the buffer
 // before arriving). At D = 256 there is room for one buffer, which the two warpgroups take in turn (the first half
-// first, as their tensor-core turns go): the out-free barrier completes when a warpgroup's stores have read it. Its
-// rows leaving by register stores instead, all CTAs of a window's equal work tiles stored at once and each
-// warpgroup waited ~3 us on its stores (docs/perf-log.md v42).
+// first, as their tensor-core turns go): the out-free barrier completes when a warpgroup's stores have read it.
+// Stored from registers instead, every 16-byte store waited in the memory system while all CTAs of a window's equal
+// work tiles stored at once (docs/perf-log.md v42).
 #pragma once
 
 #include <cuda.h>
@@ -52,13 +52,7 @@ struct Sm90Epilogue {
       // Use 2 local + half of the shared buffer waits for the previous use's release.
       const int use = 2 * local + half;
       if (use > 0) device::mbar_wait(out_free, uint32_t(use - 1) & 1u);
-#pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-#pragma unroll
-        for (int j = 0; j < Tr::kDTiles; ++j) {
-          device::st_shared_b32(device::staged_chunk(stage, warp * 16 + g + 8 * hr, j) + q * 4, pair(j, hr));
-        }
-      }
+      device::staged_write_rows<Tr::kDTiles>(stage, warp * 16 + g, q, pair);
       if (tma) {
         store_tma(out_map, tc, stage, half, t);
         // Only thread 0 waits for its stores to have read the buffer; the warpgroup's other warps cannot reach

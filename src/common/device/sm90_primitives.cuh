@@ -198,20 +198,27 @@ __device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
 }
 
 // ---- output staging for TMA stores (staged_chunk's layout) -------------------------------------------------------
-// One warpgroup's 64 rows of a 128-column head into its staging buffer, straight from the mma accumulator layout:
-// `pair(j, hr)` is the thread's finished bf16 pair of n8 tile j (columns 8 j + 2 t4, + 1) in row r_lo + 8 hr. The
-// buffer is free once the warpgroup's previous bulk stores have read it: its first thread waits for that before
-// named barrier `barrier` (the warpgroup's 128 threads). In the swizzle each quad's 16 bytes of a row land in a
-// different chunk, so a warp's writes are free of bank conflicts.
+// A thread's share of a warpgroup's 64 rows of kTiles n8 tiles (kTiles * 8 columns) into a staging buffer, straight
+// from the mma accumulator layout: `pair(j, hr)` is the thread's finished bf16 pair of n8 tile j (columns 8 j + 2 t4,
+// + 1) in row r_lo + 8 hr. In the swizzle each quad's 16 bytes of a row land in a different chunk, so a warp's
+// writes are free of bank conflicts.
+template <int kTiles, class Pair>
+__device__ __forceinline__ void staged_write_rows(uint32_t stage, int r_lo, int t4, const Pair& pair) {
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) st_shared_b32(staged_chunk(stage, r_lo + 8 * hr, j) + t4 * 4, pair(j, hr));
+  }
+}
+
+// One warpgroup's 64 rows of a 128-column head into its own staging buffer (staged_write_rows). The buffer is free
+// once the warpgroup's previous bulk stores have read it: its first thread waits for that before named barrier
+// `barrier` (the warpgroup's 128 threads).
 template <class Pair>
 __device__ __forceinline__ void staged_write_head(uint32_t stage, int barrier, int r_lo, int t4, const Pair& pair) {
   if (threadIdx.x % 128 == 0) bulk_wait_read();
   named_barrier_sync(barrier, 128);
-#pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-#pragma unroll
-    for (int j = 0; j < 16; ++j) st_shared_b32(staged_chunk(stage, r_lo + 8 * hr, j) + t4 * 4, pair(j, hr));
-  }
+  staged_write_rows<16>(stage, r_lo, t4, pair);
 }
 
 // The staged writes made visible to the TMA unit: after this, the warpgroup's first thread may issue the stores.
