@@ -52,8 +52,8 @@ AttentionShape attention_shape(const AttentionParams& p, int head_dim) {
 Status plan_attention(const AttentionShape& s, const detail::DeviceInfo& dev, const detail::Overrides& ov,
                       AttentionPlan* plan) {
   AttentionPlan p;
-  // A narrow grid takes the 64-row sm80-class kernel at head_dim 128 (twice the CTAs). At 256 the Hopper kernel is
-  // over twice as fast per tile, so it wins even on a few CTAs (docs/perf-log.md v43).
+  // A narrow grid takes the 64-row sm80-class kernel at head_dim 128 (twice the CTAs). At 256 the Hopper kernel's
+  // speed per tile outweighs the CTAs it gives up, on every grid measured (docs/perf-log.md v43).
   const bool wide_grid = s.head_dim == 256 || kSm90MaxSmsPerTile * attention_tiles(s, kSm90Block, 0) >= dev.sms;
   // The sm90 kernel is built for head_dim 128, and for 256 without the additive mask (its tile lists and the
   // fixed-reference softmax are instantiated at 128 only); the rest run on the sm80-class kernel.

@@ -123,7 +123,8 @@ struct Sm90Producer {
           write_tile<kMask>(sm.tile_slot(local + 1), next, nc);
         }
         // The producer runs kStages key tiles ahead of the consumers: asked for here, the next Q has about
-        // kStages + 2 key tiles of the consumers' work to arrive in L2 before its load.
+        // kStages + 2 key tiles of the consumers' work to arrive in L2 before its load. The tile is read back from
+        // its slot: held in the producer's 24 registers across the loop, it would spill.
         if (nb == max(0, tc.n_blocks - 2)) {
           TileCoord nc;
           if (read_tile<kMask>(sm.tile_slot(local + 1), p, &nc) < p.num_tiles) prefetch_q(qkv_map, nc);

@@ -369,8 +369,8 @@ TEST(AttentionPlanner, HeadDim256TakesTheHopperKernelWithItsKeyTiles) {
   const auto additive = plan(attention_shape(256, 8192, 16, 2, MaskMode::kAdditive), "attention.kernel=sm90");
   EXPECT_EQ(additive.kernel, AttentionKernel::kSm80);
   EXPECT_EQ(additive.block_n, 64);
-  // 8 tiles of 128 rows for 132 SMs: at head_dim 256 still the Hopper kernel (twice the sm80-class kernel's speed
-  // with half its CTAs), at 128 the 64-row kernel with twice the CTAs.
+  // 8 tiles of 128 rows for 132 SMs: at head_dim 256 still the Hopper kernel (faster per tile than the 64-row
+  // kernel's extra CTAs make up), at 128 the 64-row kernel with twice the CTAs.
   EXPECT_EQ(plan(attention_shape(256, 1024, 1, 1, MaskMode::kCausal)).kernel, AttentionKernel::kSm90);
   EXPECT_EQ(plan(attention_shape(256, 128, 1, 1, MaskMode::kSliding)).kernel, AttentionKernel::kSm90);
   EXPECT_EQ(plan(attention_shape(128, 1024, 1, 1, MaskMode::kCausal)).kernel, AttentionKernel::kSm80);
