@@ -60,13 +60,16 @@ def main() -> int:
     ap.add_argument("--prompt", type=int, default=2048)
     ap.add_argument("--new", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--caches", default="dynamic,static", help="comma-separated: dynamic, static")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--json", default="generate.json", help="file name of the JSON written under --out")
     args = ap.parse_args()
     model = build(args.layers)
     ids = torch.randint(0, 32768, (args.batch, args.prompt), device="cuda",
                         generator=torch.Generator("cuda").manual_seed(1))
     rows = []
-    for cache, extra in (("dynamic", {}), ("static (compiled)", dict(cache_implementation="static"))):
+    kinds = {"dynamic": ("dynamic", {}), "static": ("static (compiled)", dict(cache_implementation="static"))}
+    for cache, extra in (kinds[k] for k in args.caches.split(",")):
         for who in ("stock (SDPA)", "gemma-kernels"):
             if who == "gemma-kernels":
                 use_gemma_kernels(model)
@@ -82,7 +85,7 @@ def main() -> int:
                   new=args.new, rows=rows)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "generate.json").write_text(json.dumps(result, indent=1) + "\n")
+        (args.out / args.json).write_text(json.dumps(result, indent=1) + "\n")
     return 0
 
 
