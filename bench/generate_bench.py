@@ -6,7 +6,10 @@ query_pre_attn_scalar 128, no softcap), Gemma3's pattern of five local layers (w
 generate() compiles), the stock model (SDPA attention) and the same model after `use_gemma_kernels`: a 2048-token
 prompt (batch `--batch`), 128 new tokens (greedy, no early stop). Reported: the prefill alone (generate() of one
 token), the whole call, and decode tokens per second = new tokens after the first / (whole - prefill); medians of
-`--repeats` runs after one warm-up run (which includes any compilation). Writes a JSON next to the table.
+`--repeats` runs after one warm-up run (which includes any compilation). `--profile-steps N` adds a decode step's
+device time, kernel count, CUDA-graph launches and host time by operator (torch.profiler). With few layers a step is
+bound by generate()'s host loop, not by the device: take a real model's depth (e.g. 34, Gemma3 4B's) to compare the
+attention. Writes a JSON next to the table.
 
     python3 bench/generate_bench.py --out bench/results          # needs the GPU machine
 """
@@ -44,13 +47,45 @@ def timed(fn) -> float:
     return time.perf_counter() - t0
 
 
-def measure(model, ids, new: int, extra: dict, repeats: int) -> dict:
+def profiled(fn) -> dict:
+    """One call under torch.profiler: device time, kernels, CUDA-graph launches, and host self time by operator."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    kernels_us, kernels, graph_launches, cpu = 0.0, 0, 0, {}
+    for e in prof.key_averages():
+        if e.self_cpu_time_total > 0:
+            cpu[e.key] = (e.self_cpu_time_total, e.count)
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            kernels_us += e.device_time_total  # kernels, copies and memsets
+            kernels += 1
+        elif e.name == "cudaGraphLaunch":
+            graph_launches += 1
+    return dict(kernels_us=kernels_us, kernels=kernels, graph_launches=graph_launches, cpu=cpu)
+
+
+def measure(model, ids, new: int, extra: dict, repeats: int, profile_steps: int) -> dict:
     gen = lambda n: model.generate(ids, max_new_tokens=n, min_new_tokens=n, do_sample=False, **extra)  # noqa: E731
     with torch.no_grad():
         gen(new)  # warm-up: allocations, compilation, handle creation
         prefill = statistics.median(timed(lambda: gen(1)) for _ in range(repeats))
         whole = statistics.median(timed(lambda: gen(new)) for _ in range(repeats))
-    return dict(prefill_s=prefill, whole_s=whole, decode_tokens_per_s=(new - 1) / max(whole - prefill, 1e-9))
+        r = dict(prefill_s=prefill, whole_s=whole, decode_tokens_per_s=(new - 1) / max(whole - prefill, 1e-9))
+        if profile_steps > 0:
+            # The decode steps' share: a profiled call of 1 + profile_steps tokens less one of 1 token.
+            one, more = profiled(lambda: gen(1)), profiled(lambda: gen(1 + profile_steps))
+            r["decode_step_kernel_us"] = (more["kernels_us"] - one["kernels_us"]) / profile_steps
+            r["decode_step_kernels"] = (more["kernels"] - one["kernels"]) / profile_steps
+            r["decode_step_graph_launches"] = (more["graph_launches"] - one["graph_launches"]) / profile_steps
+            # Host time per decode step by operator (self time), the largest first: where a host-bound step goes.
+            cpu = {k: ((t - one["cpu"].get(k, (0, 0))[0]) / profile_steps, (n - one["cpu"].get(k, (0, 0))[1]) /
+                       profile_steps) for k, (t, n) in more["cpu"].items()}
+            top = sorted(cpu.items(), key=lambda kv: -kv[1][0])[:15]
+            r["decode_step_host_us"] = {k: dict(self_us=round(t, 1), calls=round(n, 2)) for k, (t, n) in top}
+    return r
 
 
 def main() -> int:
@@ -61,6 +96,8 @@ def main() -> int:
     ap.add_argument("--new", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--caches", default="dynamic,static", help="comma-separated: dynamic, static")
+    ap.add_argument("--profile-steps", type=int, default=0,
+                    help="also profile this many decode steps: kernel time, kernels and graph launches per step")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--json", default="generate.json", help="file name of the JSON written under --out")
     args = ap.parse_args()
@@ -73,7 +110,7 @@ def main() -> int:
         for who in ("stock (SDPA)", "gemma-kernels"):
             if who == "gemma-kernels":
                 use_gemma_kernels(model)
-            r = measure(model, ids, args.new, extra, args.repeats)
+            r = measure(model, ids, args.new, extra, args.repeats, args.profile_steps)
             if who == "gemma-kernels":
                 fused = [fused_calls(m.self_attn) for m in model.model.layers]
                 r["library_calls_per_layer"] = fused
@@ -81,6 +118,12 @@ def main() -> int:
             rows.append(dict(cache=cache, attention=who, **r))
             print(f"{cache:18s} {who:14s} prefill {1e3 * r['prefill_s']:8.1f} ms  whole {1e3 * r['whole_s']:8.1f} ms  "
                   f"decode {r['decode_tokens_per_s']:7.1f} tokens/s", flush=True)
+            if "decode_step_kernel_us" in r:
+                print(f"{'':33s} a decode step: kernels {r['decode_step_kernel_us']:8.1f} us on the device, "
+                      f"{r['decode_step_kernels']:.0f} kernels, {r['decode_step_graph_launches']:.0f} graph launches",
+                      flush=True)
+                for k, v in r.get("decode_step_host_us", {}).items():
+                    print(f"{'':37s} host {v['self_us']:8.1f} us {v['calls']:6.2f} calls  {k[:70]}", flush=True)
     result = dict(device=torch.cuda.get_device_name(), layers=args.layers, batch=args.batch, prompt=args.prompt,
                   new=args.new, rows=rows)
     if args.out:
