@@ -1,7 +1,8 @@
 // Launch of the attention kernels as the plan says (attention_plan.hpp): the instantiated matrix is {softcap on, off}
 // x {causal, sliding window, additive, none} for the sm80-class kernel at head_dim 128 and 256 and the sm90 kernel
-// at 128 (256: without the additive mask), and the sm90 kernel's fixed-reference softmax at 128 for softcap x each
-// mask. Additive mode first builds the tile lists for the
+// at 128 (256: without the additive mask), the sm90 kernel's fixed-reference softmax at 128 for softcap x each
+// mask, and the cached forms (a key/value cache): the sm80 kernel's without the additive mask, the sm90 kernel's
+// causal and with a window. Additive mode first builds the tile lists for the
 // kernel's block shape (mask_tiles.cu).
 #include <cuda.h>
 
@@ -66,9 +67,26 @@ Status encode_qkv_map(const AttentionParams& p, uint32_t box_rows, CUtensorMap* 
   return detail::encode_tiled_map(kOp, map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, p.q, dims, strides, box);
 }
 
-// The sm90 kernel of a variant (the fixed-reference softmax only with softcap, at D = 128).
+// A key/value cache [B][Hkv][capacity][D] (bf16) as a 3-D tensor [B * Hkv][capacity][D] in 64-column x `box_rows`-row
+// boxes with the 128-byte swizzle; slots past the capacity read as zeros.
+// The planner checked the layout (attention_shape): tokens of head_dim elements, heads `head_stride` apart, batches
+// Hkv heads apart.
+Status encode_cache_map(const __nv_bfloat16* cache, int64_t head_stride, const AttentionParams& p, int head_dim,
+                        uint32_t box_rows, CUtensorMap* map) {
+  const int64_t kv_heads = p.num_q_heads / p.group_size;
+  const uint64_t dims[3] = {uint64_t(head_dim), uint64_t(p.kv_capacity), uint64_t(p.batch * kv_heads)};
+  const uint64_t strides[2] = {uint64_t(head_dim) * 2, uint64_t(head_stride) * 2};
+  const uint32_t box[3] = {64, box_rows, 1};
+  return detail::encode_tiled_map(kOp, map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, cache, dims, strides, box);
+}
+
+// The sm90 kernel of a variant (the fixed-reference softmax only with softcap, at D = 128; the cached form only
+// causal or with a window, without the fixed reference).
 template <class Tr, bool kSoftcap, MaskMode kMask>
-auto sm90_kernel(bool fixed_softmax) {
+auto sm90_kernel(bool fixed_softmax, bool cached) {
+  if constexpr (kMask == MaskMode::kCausal || kMask == MaskMode::kSliding) {
+    if (cached) return attention_sm90_kernel<kSoftcap, kMask, false, Tr, true>;
+  }
   if constexpr (kSoftcap && Tr::kHeadDim == 128) {
     if (fixed_softmax) return attention_sm90_kernel<kSoftcap, kMask, true, Tr>;
   }
@@ -82,9 +100,15 @@ Status prepare_sm90(AttentionParams p, const AttentionPlan& plan, AttentionLaunc
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: the fixed-reference softmax is built at head_dim 128", kOp);
   }
   apply_grid(plan, &p);
-  const Sm90Columns cols{static_cast<int>(p.k - p.q), static_cast<int>(p.v - p.q), plan.o_tma};
-  CUtensorMap map, tail_map, out_map{};
+  const bool cached = p.kv_lens != nullptr;
+  const Sm90Columns cols{cached ? 0 : static_cast<int>(p.k - p.q), cached ? 0 : static_cast<int>(p.v - p.q),
+                         plan.o_tma};
+  CUtensorMap map, tail_map, out_map{}, k_cache_map{}, v_cache_map{};
   GK_RETURN_IF_ERROR(encode_qkv_map(p, Tr::kBoxRows, &map));
+  if (cached) {
+    GK_RETURN_IF_ERROR(encode_cache_map(p.k, p.k_head_stride, p, Tr::kHeadDim, Tr::kBoxRows, &k_cache_map));
+    GK_RETURN_IF_ERROR(encode_cache_map(p.v, p.v_head_stride, p, Tr::kHeadDim, Tr::kBoxRows, &v_cache_map));
+  }
   if (cols.o_tma) {
     // The output as [B][S][Hq * D] in boxes of 64 columns x 64 rows (one consumer warpgroup's half tile).
     const uint64_t dims[3] = {uint64_t(p.num_q_heads) * Tr::kHeadDim, uint64_t(p.seq_len), uint64_t(p.batch)};
@@ -101,9 +125,9 @@ Status prepare_sm90(AttentionParams p, const AttentionPlan& plan, AttentionLaunc
                                           &out->classify, &out->list));
   }
   out->kernel = detail::KernelLaunch("attention sm90 kernel launch",
-                                     sm90_kernel<Tr, kSoftcap, kMask>(plan.fixed_softmax),
+                                     sm90_kernel<Tr, kSoftcap, kMask>(plan.fixed_softmax, cached),
                                      {dim3(static_cast<unsigned>(plan.grid)), Tr::kThreads, Tr::kSmemBytes}, map,
-                                     tail_map, out_map, p, cols);
+                                     tail_map, out_map, k_cache_map, v_cache_map, p, cols);
   return Status::Ok();
 }
 
@@ -137,12 +161,18 @@ Status prepare_mask(const AttentionParams& p, int head_dim, const AttentionPlan&
 template <bool kSoftcap, MaskMode kMask>
 Status opt_in_variant() {
   const auto opt_in = [](const void* kernel, size_t bytes) { return detail::set_smem_opt_in(kOp, kernel, bytes); };
-  GK_RETURN_IF_ERROR(
-      opt_in(reinterpret_cast<const void*>(sm90_kernel<Sm90Traits, kSoftcap, kMask>(false)), Sm90Traits::kSmemBytes));
-  GK_RETURN_IF_ERROR(
-      opt_in(reinterpret_cast<const void*>(sm90_kernel<Sm90Traits, kSoftcap, kMask>(true)), Sm90Traits::kSmemBytes));
-  if constexpr (kMask != MaskMode::kAdditive) {  // head_dim 256 on the sm90 kernel; the cached forms
-    GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(sm90_kernel<Sm90Traits256, kSoftcap, kMask>(false)),
+  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(sm90_kernel<Sm90Traits, kSoftcap, kMask>(false, false)),
+                            Sm90Traits::kSmemBytes));
+  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(sm90_kernel<Sm90Traits, kSoftcap, kMask>(true, false)),
+                            Sm90Traits::kSmemBytes));
+  if constexpr (kMask == MaskMode::kCausal || kMask == MaskMode::kSliding) {  // the sm90 kernel's cached forms
+    GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(sm90_kernel<Sm90Traits, kSoftcap, kMask>(false, true)),
+                              Sm90Traits::kSmemBytes));
+    GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(sm90_kernel<Sm90Traits256, kSoftcap, kMask>(false, true)),
+                              Sm90Traits256::kSmemBytes));
+  }
+  if constexpr (kMask != MaskMode::kAdditive) {  // head_dim 256 on the sm90 kernel; the sm80 kernel's cached forms
+    GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(sm90_kernel<Sm90Traits256, kSoftcap, kMask>(false, false)),
                               Sm90Traits256::kSmemBytes));
     GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(attention_fwd_kernel<Sm80Traits128, kSoftcap, kMask, true>),
                               Sm80Traits128::kSmemBytes));
@@ -192,9 +222,13 @@ Status prepare_attention(AttentionParams p, int head_dim, const AttentionPlan& p
   if (head_dim != Sm80Traits128::kHeadDim && head_dim != Sm80Traits256::kHeadDim) {
     return detail::error(GK_STATUS_NOT_SUPPORTED, "%s: no attention kernel for head_dim %d", kOp, head_dim);
   }
-  if (p.kv_lens != nullptr && (plan.kernel == AttentionKernel::kSm90 || p.mask_mode == MaskMode::kAdditive)) {
+  if (p.kv_lens != nullptr &&
+      (p.mask_mode == MaskMode::kAdditive ||
+       (plan.kernel == AttentionKernel::kSm90 && (p.mask_mode == MaskMode::kNone || p.kv_starts != nullptr ||
+                                                  plan.tail_rows > 0 || plan.fixed_softmax)))) {
     return detail::error(GK_STATUS_INTERNAL_ERROR,
-                         "%s: a key/value cache runs on the sm80 or the decode kernel, unmasked or causal", kOp);
+                         "%s: a key/value cache runs unmasked or causal, and on the sm90 kernel only causal, without "
+                         "left padding, packed tails or the fixed-reference softmax", kOp);
   }
   if (plan.kernel == AttentionKernel::kDecode) {
     *out = AttentionLaunches{};

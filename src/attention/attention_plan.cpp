@@ -33,17 +33,31 @@ AttentionShape attention_shape(const AttentionParams& p, int head_dim) {
   s.softcap = p.softcap;
   s.softcap_out = p.softcap_out;
   // The sm90 kernel reads q, k and v through one tensor map: q's heads from column 0, k's and v's (in either
-  // order) after them, apart, within one packed row; its output leaves in 16-byte pieces at least.
-  const int64_t k_col = p.k - p.q, v_col = p.v - p.q, width = p.q_token_stride, D = head_dim;
+  // order) after them, apart, within one packed row (with a cache, k and v through maps of their own); its output
+  // leaves in 16-byte pieces at least.
+  const int64_t width = p.q_token_stride, D = head_dim;
   const int64_t q_span = int64_t(p.num_q_heads) * D, kv_span = int64_t(p.num_q_heads / p.group_size) * D;
-  const bool columns = k_col >= q_span && v_col >= q_span && k_col + kv_span <= width && v_col + kv_span <= width &&
-                       (k_col + kv_span <= v_col || v_col + kv_span <= k_col);
   const auto aligned16 = [](const void* a) { return reinterpret_cast<uintptr_t>(a) % 16 == 0; };
-  s.sm90_layout = p.k_token_stride == width && p.v_token_stride == width && p.q_head_stride == D &&
-                  p.k_head_stride == D && p.v_head_stride == D && p.q_batch_stride == p.seq_len * width &&
-                  p.k_batch_stride == p.q_batch_stride && p.v_batch_stride == p.q_batch_stride && columns &&
-                  width % 8 == 0 && aligned16(p.q) && aligned16(p.o) && p.o_token_stride % 8 == 0 &&
-                  p.o_head_stride % 8 == 0 && p.o_batch_stride % 8 == 0;
+  const bool q_and_o = p.q_head_stride == D && p.q_batch_stride == p.seq_len * width && width % 8 == 0 &&
+                       width >= q_span && aligned16(p.q) && aligned16(p.o) && p.o_token_stride % 8 == 0 &&
+                       p.o_head_stride % 8 == 0 && p.o_batch_stride % 8 == 0;
+  s.cached = p.kv_lens != nullptr;
+  if (s.cached) {
+    // Each cache [B][Hkv][capacity][D], contiguous (one tensor map over [B * Hkv][capacity][D]), 16-byte aligned.
+    const auto cache = [&](const void* a, int64_t token, int64_t head, int64_t batch) {
+      return token == D && head == int64_t(p.kv_capacity) * D && batch == kv_span / D * head && aligned16(a);
+    };
+    s.sm90_layout = q_and_o && p.kv_starts == nullptr &&
+                    cache(p.k, p.k_token_stride, p.k_head_stride, p.k_batch_stride) &&
+                    cache(p.v, p.v_token_stride, p.v_head_stride, p.v_batch_stride);
+  } else {
+    const int64_t k_col = p.k - p.q, v_col = p.v - p.q;
+    const bool columns = k_col >= q_span && v_col >= q_span && k_col + kv_span <= width &&
+                         v_col + kv_span <= width && (k_col + kv_span <= v_col || v_col + kv_span <= k_col);
+    s.sm90_layout = q_and_o && p.k_token_stride == width && p.v_token_stride == width && p.k_head_stride == D &&
+                    p.v_head_stride == D && p.k_batch_stride == p.q_batch_stride &&
+                    p.v_batch_stride == p.q_batch_stride && columns;
+  }
   // TMA stores of whole boxes: heads of head_dim contiguous elements.
   s.o_tma = p.o_head_stride == D && p.o_token_stride >= int64_t(p.num_q_heads) * D;
   return s;
@@ -57,15 +71,18 @@ Status plan_attention(const AttentionShape& s, const detail::DeviceInfo& dev, co
   const bool wide_grid = s.head_dim == 256 || kSm90MaxSmsPerTile * attention_tiles(s, kSm90Block, 0) >= dev.sms;
   // The sm90 kernel is built for head_dim 128, and for 256 without the additive mask (its tile lists and the
   // fixed-reference softmax are instantiated at 128 only); the rest run on the sm80-class kernel.
-  const bool sm90_built = s.head_dim == 128 || (s.head_dim == 256 && s.mask != MaskMode::kAdditive);
+  // With a cache, causal masking or a window only.
+  const bool sm90_built = (s.head_dim == 128 || (s.head_dim == 256 && s.mask != MaskMode::kAdditive)) &&
+                          (!s.cached || s.mask == MaskMode::kCausal || s.mask == MaskMode::kSliding);
   const bool sm90 = s.sm90_layout && sm90_built && ov.attention_kernel != 1 && (ov.attention_kernel == 0 || wide_grid);
   if (sm90) {
     p.kernel = AttentionKernel::kSm90;
     p.block_m = kSm90Block;
     p.block_n = sm90_key_tile(s.head_dim, true);
-    p.tail_rows = ov.attention_tail == 1 ? 0 : packed_tail_rows(s.seq_len, s.group_size, kSm90Block);
+    // The cached form keeps one work tile per head and the running maximum (its instantiations).
+    p.tail_rows = ov.attention_tail == 1 || s.cached ? 0 : packed_tail_rows(s.seq_len, s.group_size, kSm90Block);
     p.o_tma = s.o_tma && ov.attention_store != 1;
-    if (s.softcap && s.head_dim == 128) {
+    if (s.softcap && s.head_dim == 128 && !s.cached) {
       const bool wanted = s.mask != MaskMode::kAdditive
                               ? ov.attention_softmax != 0
                               : ov.attention_softmax == 1 ||

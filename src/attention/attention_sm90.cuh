@@ -33,12 +33,18 @@
 namespace gk::gemma3 {
 
 // kFixedRef (softcap): the fixed-reference softmax where it applies (FixedRefSoftmax, fixed_softmax.hpp).
-template <bool kSoftcap, MaskMode kMask, bool kFixedRef, class Tr = Sm90Traits>
+// kCached: the new tokens' queries over a key/value cache (AttentionParams::kv_lens), whose keys and values the
+// producer reads through k_cache_map and v_cache_map (unused otherwise); causal or sliding-window masking, one work
+// tile per head (no packed tails), no left padding (kv_starts).
+template <bool kSoftcap, MaskMode kMask, bool kFixedRef, class Tr = Sm90Traits, bool kCached = false>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
     attention_sm90_kernel(const __grid_constant__ CUtensorMap qkv_map, const __grid_constant__ CUtensorMap tail_map,
-                          const __grid_constant__ CUtensorMap out_map, const AttentionParams p,
+                          const __grid_constant__ CUtensorMap out_map, const __grid_constant__ CUtensorMap k_cache_map,
+                          const __grid_constant__ CUtensorMap v_cache_map, const AttentionParams p,
                           const Sm90Columns cols) {
   static_assert(!kFixedRef || kSoftcap, "logits bounded by the softcap");
+  static_assert(!kCached || kMask == MaskMode::kCausal || kMask == MaskMode::kSliding,
+                "a cache takes causal or sliding-window masking here");
   constexpr int kNTiles = Tr::kNTiles, kDTiles = Tr::kDTiles;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t base = device::smem_base_1024(smem_raw);
@@ -53,7 +59,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const int warpgroup = threadIdx.x / 128;
   if (warpgroup == 0) {
     device::regs_dealloc<Tr::kProducerRegs>();
-    if (threadIdx.x == 0) Sm90Producer<Tr, kMask, kFixedRef>::run(Sm90Smem<Tr>(base), &qkv_map, &tail_map, p, cols);
+    if (threadIdx.x == 0) {
+      Sm90Producer<Tr, kMask, kFixedRef, kCached>::run(Sm90Smem<Tr>(base), &qkv_map, &tail_map, &k_cache_map,
+                                                       &v_cache_map, p, cols);
+    }
     return;
   }
 
@@ -75,13 +84,17 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   for (int local = 0;; ++local) {
     smem.q_pipe.consumer_wait(local);
     TileCoord tc;
-    if (read_tile<kMask>(smem.tile_slot(local), p, &tc) >= p.num_tiles) break;
+    if (read_tile<kMask, kCached>(smem.tile_slot(local), p, &tc) >= p.num_tiles) break;
     const int n_blocks = tc.n_blocks;
-    Sm90TileScores<Tr, kSoftcap, kMask, kFixedRef> scores(p, tc, half_block, warp);
+    Sm90TileScores<Tr, kSoftcap, kMask, kFixedRef, kCached> scores(p, tc, half_block, warp);
 #pragma unroll
     for (int i = 0; i < kDTiles; ++i) acc_o[i][0] = acc_o[i][1] = acc_o[i][2] = acc_o[i][3] = 0.f;
 
     const KeyTile first = scores.first_key(p, tc);
+    // With a cache, the first key tile (the diagonal one: MaskPolicy::key_tile) is the only one that may reach past
+    // the keys; the first warpgroup, whose P*V of it comes first (the turns start with it on every work tile),
+    // zeroes those rows of V before it.
+    const int clear_from = kCached && half_block == 0 ? tc.key_len - first.n0 : Tr::kBlockN;
     mma.first_qk(acc_s, g0, n_blocks);
     float alpha[2];
     scores.first_step(p, tc, first, acc_s, alpha);
@@ -89,14 +102,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
     for (int nb = 1; nb < n_blocks; ++nb) {
       const KeyTile kt = scores.next_key(p, tc, nb);
-      mma.next_qk_prev_pv(acc_s, acc_o, p_frag, g0, nb, n_blocks);
+      mma.next_qk_prev_pv(acc_s, acc_o, p_frag, g0, nb, n_blocks, nb == 1 ? clear_from : Tr::kBlockN);
       scores.step(p, tc, kt, acc_s, alpha);
       mma.wait_pv(acc_o, g0 + nb - 1);
       if (!scores.fixed_tile) RowSoftmax::rescale(acc_o, alpha);
       pack_p(acc_s, p_frag);
     }
 
-    mma.last_pv(acc_o, p_frag, g0 + n_blocks - 1);
+    mma.last_pv(acc_o, p_frag, g0 + n_blocks - 1, n_blocks == 1 ? clear_from : Tr::kBlockN);
 
     Sm90Epilogue<Tr>::store(acc_o, scores.softmax, p, tc, &out_map, cols.o_tma, smem.out_stage(half_block),
                             smem.out_free(), local, half_block);

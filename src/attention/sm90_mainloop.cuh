@@ -20,6 +20,7 @@ struct Sm90Mainloop {
   const int half_block;  // which 64 rows of the block this warpgroup owns
   const int lane;
   const uint64_t q_desc, k_desc, v_desc;
+  const uint32_t v_smem;  // the V ring's shared address (clear_v_rows)
   const int my_turn, other_turn;
 
   // Shared-memory descriptors are built once; a tile, stage or k-step offset is then a plain add to the address
@@ -36,6 +37,7 @@ struct Sm90Mainloop {
         k_desc(device::smem_desc_sw128(smem.k, 16, 1024)),
         // V is [keys][dims], dims contiguous: an MN-major B operand whose next kBoxCols dims sit one box further.
         v_desc(device::smem_desc_sw128(smem.v, Tr::kBoxBytes, 1024)),
+        v_smem(smem.v),
         my_turn(1 + half),
         other_turn(2 - half) {}
 
@@ -69,11 +71,29 @@ struct Sm90Mainloop {
     device::wgmma_commit();
   }
 
+  // Rows from `first_row` on of ring use g's V tile to zeros, by this warpgroup's 128 threads: keys past a cache's
+  // length that the cache holds (its unused slots may hold anything, Inf and NaN too, and probability 0 times NaN is
+  // NaN). Whole 128-byte rows, so the swizzle does not matter. The writes reach the tensor cores' reads through the
+  // async-proxy fence, this warpgroup's barrier, and for the other warpgroup the turn barrier after this turn.
+  __device__ __forceinline__ void clear_v_rows(int g, int first_row) const {
+    const uint32_t tile = v_smem + v_pipe.stage(g) * Tr::kTileBytes;
+    const int rows = Tr::kBlockN - first_row, chunks = Tr::kBoxes * rows * 8;
+    for (int i = threadIdx.x % 128; i < chunks; i += 128) {
+      const int box = i / (rows * 8), r = (i / 8) % rows, c = i % 8;
+      device::st_shared_v4(tile + box * Tr::kBoxBytes + (first_row + r) * Tr::kBoxRowBytes + c * 16,
+                           make_uint4(0u, 0u, 0u, 0u));
+    }
+    device::fence_proxy_async_shared();
+    device::named_barrier_sync(3 + half_block, 128);
+  }
+
   // O += P V of ring use g: per 16 keys, one m64n128k16 per 128 output columns (two column boxes of V further).
+  // clear_from < kBlockN: the tile's rows from there on are zeroed first (clear_v_rows).
   __device__ __forceinline__ void issue_pv(float (&acc_o)[Tr::kDTiles][4], const uint32_t (&p_frag)[Tr::kNTiles / 2][4],
-                                           int g) const {
+                                           int g, int clear_from = Tr::kBlockN) const {
     const uint64_t v_tile = desc_at(v_desc, v_pipe.stage(g) * Tr::kTileBytes);
     v_pipe.consumer_wait(g);
+    if (clear_from < Tr::kBlockN) clear_v_rows(g, clear_from);
     device::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
@@ -110,12 +130,13 @@ struct Sm90Mainloop {
   }
 
   // Key tile nb's turn: its S, then the previous tile's P*V, which may still run when this returns.
+  // clear_from: issue_pv's, for the previous tile.
   __device__ __forceinline__ void next_qk_prev_pv(float (&acc_s)[Tr::kNTiles][4], float (&acc_o)[Tr::kDTiles][4],
                                                   const uint32_t (&p_frag)[Tr::kNTiles / 2][4], int g0, int nb,
-                                                  int n_blocks) const {
+                                                  int n_blocks, int clear_from = Tr::kBlockN) const {
     take_turn();
     issue_qk(acc_s, g0 + nb);
-    issue_pv(acc_o, p_frag, g0 + nb - 1);
+    issue_pv(acc_o, p_frag, g0 + nb - 1, clear_from);
     pass_turn();
     device::wgmma_wait<1>();  // S of tile nb is ready; P*V of tile nb-1 may still run
     device::fence_accumulators(acc_s);
@@ -131,9 +152,9 @@ struct Sm90Mainloop {
 
   // The last key tile's turn: its P*V only, waited for.
   __device__ __forceinline__ void last_pv(float (&acc_o)[Tr::kDTiles][4], const uint32_t (&p_frag)[Tr::kNTiles / 2][4],
-                                          int g) const {
+                                          int g, int clear_from = Tr::kBlockN) const {
     take_turn();
-    issue_pv(acc_o, p_frag, g);
+    issue_pv(acc_o, p_frag, g, clear_from);
     pass_turn();
     wait_pv(acc_o, g);
   }

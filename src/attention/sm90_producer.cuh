@@ -16,11 +16,13 @@
 
 namespace gk::gemma3 {
 
-template <class Tr, MaskMode kMask, bool kFixedRef>
+// kCached: keys and values come from a key/value cache [B][Hkv][capacity][D] through their own tensor maps
+// (k_cache_map, v_cache_map: [B * Hkv][capacity][D]); q from the packed buffer as always.
+template <class Tr, MaskMode kMask, bool kFixedRef, bool kCached = false>
 struct Sm90Producer {
   // The decoded work tile `tile` (tile_coord) as the consumers' slot holds it.
   __device__ __forceinline__ static TileCoord decode(const AttentionParams& p, int tile) {
-    return tile_coord<kMask, Tr::kBlockM, Tr::kBlockN, kFixedRef>(p, tile);
+    return tile_coord<kMask, Tr::kBlockM, Tr::kBlockN, kFixedRef, kCached>(p, tile);
   }
 
   // The work tile's Q, arming the Q barrier for its bytes.
@@ -73,43 +75,54 @@ struct Sm90Producer {
   // One K or V tile (all of its column boxes) into `tile`, stage s of the ring in round `round`, once the stage is
   // free. Pipeline::producer_acquire's steps, with the stage and round computed once for the K and the V tile (as
   // a call, producer_acquire has the compiler recompute the round for each).
+  // `map`: the packed buffer (z = the batch) or a cache's (z = batch * Hkv + kv head, col 0).
   __device__ __forceinline__ static void load_kv(const device::Pipeline<Tr::kStages>& pipe, uint32_t tile, int s,
-                                                 int round, const CUtensorMap* qkv_map, int col, int n0, int b) {
+                                                 int round, const CUtensorMap* map, int col, int n0, int z) {
     if (round > 0) device::mbar_wait(pipe.empty(s), uint32_t(round - 1) & 1u);
     const uint32_t full = pipe.full(s);
     device::mbar_arrive_expect_tx(full, Tr::kTileBytes);
 #pragma unroll
     for (int box = 0; box < Tr::kBoxes; ++box) {
-      device::tma_load_3d(tile + box * Tr::kBoxBytes, qkv_map, full, col + box * Tr::kBoxCols, n0, b);
+      device::tma_load_3d(tile + box * Tr::kBoxBytes, map, full, col + box * Tr::kBoxCols, n0, z);
     }
   }
 
   __device__ __forceinline__ static void run(const Sm90Smem<Tr>& sm, const CUtensorMap* qkv_map,
-                                             const CUtensorMap* tail_map, const AttentionParams& p,
+                                             const CUtensorMap* tail_map, const CUtensorMap* k_cache_map,
+                                             const CUtensorMap* v_cache_map, const AttentionParams& p,
                                              const Sm90Columns& cols) {
-    device::fence_proxy_async_global();  // the projection's ordinary stores before these TMA reads of them
+    // The projection's (and the cache write's) ordinary stores before these TMA reads of them.
+    device::fence_proxy_async_global();
     device::tma_prefetch_descriptor(qkv_map);
     device::tma_prefetch_descriptor(tail_map);
+    if constexpr (kCached) {
+      device::tma_prefetch_descriptor(k_cache_map);
+      device::tma_prefetch_descriptor(v_cache_map);
+    }
+    const CUtensorMap* const k_map = kCached ? k_cache_map : qkv_map;
+    const CUtensorMap* const v_map = kCached ? v_cache_map : qkv_map;
+    const int kv_heads = p.num_q_heads / p.group_size;
     int it = 0;  // K/V tiles loaded so far: ring stage and phase
     // The producer decodes each tile into the consumers' slot as soon as it has it, and reads it back there when it
     // starts the tile (the grid has at most num_tiles CTAs, so the first tile exists).
-    write_tile<kMask>(sm.tile_slot(0), persistent_tile(0), decode(p, persistent_tile(0)));
+    write_tile<kMask, kCached>(sm.tile_slot(0), persistent_tile(0), decode(p, persistent_tile(0)));
     for (int local = 0;; ++local) {
       if (local > 0) device::mbar_wait(sm.q_pipe.empty(0), sm.q_pipe.parity(local - 1));
       TileCoord tc;
-      if (read_tile<kMask>(sm.tile_slot(local), p, &tc) >= p.num_tiles) {
+      if (read_tile<kMask, kCached>(sm.tile_slot(local), p, &tc) >= p.num_tiles) {
         device::mbar_arrive(sm.q_pipe.full(0));  // no loads: the consumers read the slot and stop
         break;
       }
       load_q(sm, qkv_map, tail_map, p, tc);
-      const int k_col = cols.k_col + tc.kvh * Tr::kHeadDim;
-      const int v_col = cols.v_col + tc.kvh * Tr::kHeadDim;
+      const int k_col = kCached ? 0 : cols.k_col + tc.kvh * Tr::kHeadDim;
+      const int v_col = kCached ? 0 : cols.v_col + tc.kvh * Tr::kHeadDim;
+      const int kv_z = kCached ? tc.b * kv_heads + tc.kvh : tc.b;
       for (int nb = 0; nb < tc.n_blocks; ++nb, ++it) {
         const int n0 = key_tile<kMask, Tr::kBlockN>(tc, nb, 0).n0;
         const int s = sm.k_pipe.stage(it), round = it / Tr::kStages;
         const uint32_t k_tile = sm.k + s * Tr::kTileBytes, v_tile = sm.v + s * Tr::kTileBytes;
-        load_kv(sm.k_pipe, k_tile, s, round, qkv_map, k_col, n0, tc.b);
-        load_kv(sm.v_pipe, v_tile, s, round, qkv_map, v_col, n0, tc.b);
+        load_kv(sm.k_pipe, k_tile, s, round, k_map, k_col, n0, kv_z);
+        load_kv(sm.v_pipe, v_tile, s, round, v_map, v_col, n0, kv_z);
         if (it == 0 && p.l2_prefetch_bytes != 0) {  // behind this CTA's first loads
           device::bulk_prefetch_l2_share(p.l2_prefetch, p.l2_prefetch_bytes, blockIdx.x, gridDim.x);
         }
@@ -120,14 +133,14 @@ struct Sm90Producer {
           const int next = persistent_tile(local + 1);
           TileCoord nc{};
           if (next < p.num_tiles) nc = decode(p, next);
-          write_tile<kMask>(sm.tile_slot(local + 1), next, nc);
+          write_tile<kMask, kCached>(sm.tile_slot(local + 1), next, nc);
         }
         // The producer runs kStages key tiles ahead of the consumers: asked for here, the next Q has about
         // kStages + 2 key tiles of the consumers' work to arrive in L2 before its load. The tile is read back from
         // its slot: held in the producer's 24 registers across the loop, it would spill.
         if (nb == max(0, tc.n_blocks - 2)) {
           TileCoord nc;
-          if (read_tile<kMask>(sm.tile_slot(local + 1), p, &nc) < p.num_tiles) prefetch_q(qkv_map, nc);
+          if (read_tile<kMask, kCached>(sm.tile_slot(local + 1), p, &nc) < p.num_tiles) prefetch_q(qkv_map, nc);
         }
       }
     }

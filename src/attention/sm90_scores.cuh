@@ -15,7 +15,9 @@ namespace gk::gemma3 {
 
 // Constructed per work tile. The parameters and the work tile come with each call, by reference, and the lane is
 // read from threadIdx: held in the struct, they changed the kernel's generated code.
-template <class Tr, bool kSoftcap, MaskMode kMask, bool kFixedRef>
+// kCached: the work tile's rows sit at positions p0 + m0 + i and its keys end at key_len (TileCoord, a key/value
+// cache's cached tokens before the new ones); otherwise p0 = 0 and key_len = seq_len.
+template <class Tr, bool kSoftcap, MaskMode kMask, bool kFixedRef, bool kCached = false>
 struct Sm90TileScores {
   static_assert(!kFixedRef || kSoftcap, "logits bounded by the softcap");
   static constexpr int kNTiles = Tr::kNTiles;
@@ -47,7 +49,7 @@ struct Sm90TileScores {
         scale(logit_scale<kSoftcap, kMask>(p)),
         logit_factor(kSoftcap ? p.softcap_out : p.scale_log2),
         fixed_ref{p.fixed_bias, p.fixed_bias},
-        wg_pos0(tc.tail_rows > 0 ? tc.m0 : tc.m0 + half * Tr::kConsumerRows),
+        wg_pos0((kCached ? tc.p0 : 0) + (tc.tail_rows > 0 ? tc.m0 : tc.m0 + half * Tr::kConsumerRows)),
         rows{position(tc, half * Tr::kConsumerRows + warp * 16 + (lane() >> 2)),
              position(tc, half * Tr::kConsumerRows + warp * 16 + (lane() >> 2) + 8)},
         mask_rows(kMask == MaskMode::kAdditive ? p.mask + tc.b * p.mask_batch_stride : nullptr),
@@ -57,7 +59,8 @@ struct Sm90TileScores {
   // The work tile's first key tile; first_step takes it.
   __device__ __forceinline__ KeyTile first_key(const AttentionParams& p, const TileCoord& tc) {
     const KeyTile kt = next_key(p, tc, 0);
-    half_keys = kHalfDiagonal && MaskPolicy<kMask>::kCausal && (half_block == 0 || tc.tail_rows > 0);
+    // With a cache the diagonal tile need not start at the block's first position (p0 % kBlockN != 0).
+    half_keys = kHalfDiagonal && !kCached && MaskPolicy<kMask>::kCausal && (half_block == 0 || tc.tail_rows > 0);
     return kt;
   }
 
@@ -89,7 +92,7 @@ struct Sm90TileScores {
     if (kHalfDiagonal && half_keys) {
       auto& acc_s_half = reinterpret_cast<float(&)[kNTiles / 2][4]>(acc_s);  // the first half of the n8 tiles
       if constexpr (kFixedRef) {
-        fixed_probabilities(p, acc_s_half, first.n0, true);
+        fixed_probabilities(p, acc_s_half, first.n0, true, keys_end(p, tc));
       } else {
         scores_to_logits<kSoftcap, kMask, kNTiles / 2>(acc_s_half, p, tc.b, mask_rows, rows, first.n0, lane(), true,
                                                        first.mask);
@@ -114,13 +117,14 @@ struct Sm90TileScores {
     // (causal) right of the warpgroup's first row, or (sliding window) `window` or more left of its last row (a
     // packed tail's rows end before that).
     constexpr bool kCausal = MaskPolicy<kMask>::kCausal;
-    const bool edge = (n0 + Tr::kBlockN > p.seq_len) || (kCausal && n0 + Tr::kBlockN - 1 > wg_pos0) ||
+    const int key_len = keys_end(p, tc);
+    const bool edge = (n0 + Tr::kBlockN > key_len) || (kCausal && n0 + Tr::kBlockN - 1 > wg_pos0) ||
                       (MaskPolicy<kMask>::kWindow && wg_pos0 + (Tr::kConsumerRows - 1) - n0 >= p.window);
     if constexpr (kMask == MaskMode::kAdditive) {
       if (fixed_tile) {
         // A bounded block's tiles are kMaskNone or kMaskBits, and no row is dead everywhere: dead scores -inf.
         if (kt.mask == kMaskNone) {
-          fixed_probabilities(p, acc_s, n0, edge);
+          fixed_probabilities(p, acc_s, n0, edge, key_len);
         } else {
           scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane(), edge, kt.mask,
                                                      &bits_ahead, /*unscaled=*/true);
@@ -134,10 +138,11 @@ struct Sm90TileScores {
       softmax.exponentiate_mixed(acc_s, alpha, unscaled ? logit_factor : 1.f);
     } else {
       if constexpr (kFixedRef) {
-        fixed_probabilities(p, acc_s, n0, edge);
+        fixed_probabilities(p, acc_s, n0, edge, key_len);
         return;
       }
-      scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane(), edge, kt.mask);
+      scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane(), edge, kt.mask,
+                                                 nullptr, false, kCached ? key_len : -1);
       softmax.exponentiate(acc_s, alpha, scale);
     }
   }
@@ -145,24 +150,29 @@ struct Sm90TileScores {
  private:
   __device__ __forceinline__ static int lane() { return threadIdx.x % 32; }  // see the struct's comment
 
+  // Where the work tile's keys end (keys from there on are hidden): cached + new tokens, or the sequence.
+  __device__ __forceinline__ static int keys_end(const AttentionParams& p, const TileCoord& tc) {
+    return kCached ? tc.key_len : p.seq_len;
+  }
+
   __device__ __forceinline__ static int position(const TileCoord& tc, int i) {
     int head_unused, pos;
     row_of(tc, i, &head_unused, &pos);
-    return pos;
+    return kCached ? tc.p0 + pos : pos;
   }
 
   // FixedRefSoftmax in one pass from the raw dot products.
   template <int kN>
   __device__ __forceinline__ void fixed_probabilities(const AttentionParams& p, float (&s)[kN][4], int n0,
-                                                      bool edge) {
+                                                      bool edge, int key_len) {
     // logit_factor (cap * log2 e), not `scale`: additive mode's `scale` is 1 (logit_scale).
     const float c = logit_factor, in = p.softcap_in, bias = p.fixed_bias;
     const int col0 = n0 + 2 * (lane() & 3);
     if (edge) {
-      FixedRefSoftmax<kMask>::template softcap_probabilities<true>(softmax, s, in, c, bias, rows, col0, p.seq_len,
+      FixedRefSoftmax<kMask>::template softcap_probabilities<true>(softmax, s, in, c, bias, rows, col0, key_len,
                                                                    p.window);
     } else {
-      FixedRefSoftmax<kMask>::template softcap_probabilities<false>(softmax, s, in, c, bias, rows, col0, p.seq_len,
+      FixedRefSoftmax<kMask>::template softcap_probabilities<false>(softmax, s, in, c, bias, rows, col0, key_len,
                                                                     p.window);
     }
   }

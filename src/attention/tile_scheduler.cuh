@@ -58,7 +58,9 @@ __host__ __device__ __forceinline__ TileCoord tile_coord(const AttentionParams& 
 // the Q load to the first Q K^T). `tile` >= p.num_tiles means no more work.
 inline constexpr uint32_t kTileSlotBytes = 48;
 
-template <MaskMode kMask>
+// kCached: the Hopper kernel's cached form also carries the tile's cached length and key count (TileCoord::p0,
+// key_len) in the slot.
+template <MaskMode kMask, bool kCached = false>
 __device__ __forceinline__ void write_tile(uint32_t slot, int tile, const TileCoord& t) {
   device::st_shared_v4(slot, make_uint4(tile, t.b, t.h, t.m0));
   device::st_shared_v4(slot + 16, make_uint4(t.n_blocks, t.tail_rows, t.block, t.kvh));
@@ -67,10 +69,12 @@ __device__ __forceinline__ void write_tile(uint32_t slot, int tile, const TileCo
     const uint32_t e0 = t.n_blocks > 0 ? t.list[0] : 0u, e1 = t.n_blocks > 1 ? t.list[1] : 0u;
     device::st_shared_v4(slot + 32, make_uint4(e0, e1, t.bounded ? 1u : 0u, 0u));
   }
-  if constexpr (kMask == MaskMode::kSliding) device::st_shared_v4(slot + 32, make_uint4(t.n_lo, 0u, 0u, 0u));
+  if constexpr (kMask == MaskMode::kSliding || kCached) {
+    device::st_shared_v4(slot + 32, make_uint4(t.n_lo, kCached ? t.p0 : 0, kCached ? t.key_len : 0, 0u));
+  }
 }
 
-template <MaskMode kMask>
+template <MaskMode kMask, bool kCached = false>
 __device__ __forceinline__ int read_tile(uint32_t slot, const AttentionParams& p, TileCoord* t) {
   const uint4 a = device::ld_shared_v4(slot), c = device::ld_shared_v4(slot + 16);
   t->b = static_cast<int>(a.y);
@@ -85,6 +89,13 @@ __device__ __forceinline__ int read_tile(uint32_t slot, const AttentionParams& p
   t->entries[0] = t->entries[1] = 0u;
   t->bounded = false;
   t->n_lo = kMask == MaskMode::kSliding ? static_cast<int>(device::ld_shared_v4(slot + 32).x) : 0;
+  t->p0 = 0;
+  t->key_len = p.seq_len;
+  if constexpr (kCached) {
+    const uint4 e = device::ld_shared_v4(slot + 32);
+    t->p0 = static_cast<int>(e.y);
+    t->key_len = static_cast<int>(e.z);
+  }
   if constexpr (kMask == MaskMode::kAdditive) {
     const uint4 e = device::ld_shared_v4(slot + 32);
     t->entries[0] = e.x;

@@ -341,9 +341,9 @@ Status plan_cached_attention(gk_handle_t handle, const AttentionParams& ap, int 
     plan->splits = decode_splits(ap.batch, kv_heads, ap.seq_len, ap.group_size, max_keys);
     return Status::Ok();
   }
-  detail::Overrides ov = handle->overrides;
-  ov.attention_kernel = 1;  // the cached form of the prefill kernels exists for the sm80 kernel only
-  return plan_attention(attention_shape(ap, head_dim), handle->device_info, ov, plan);
+  // Longer calls: the prefill kernels' cached forms, the sm90 kernel's where it takes the call (causal or a window,
+  // the packed q buffer, no left padding) and the grid is wide enough, as without a cache.
+  return plan_attention(attention_shape(ap, head_dim), handle->device_info, handle->overrides, plan);
 }
 
 Status check_workspace_apart(const char* op, void* workspace, size_t workspace_bytes,

@@ -241,12 +241,15 @@ namespace {
 // new-token counts 1, 5 and 16 (one to several 16-row blocks of a group's rows), every group size 1..8, softcap on
 // and off, a window; the cache filled with random keys and values directly. The fused layer against the CPU
 // reference, judged as above; with the sm80 kernel pinned the same call runs the prefill kernel's cached form.
+// Longer calls (chunked prefill) run the prefill kernels' cached forms, each pinned in turn. `inf_tail`: the cache's
+// slots past each sequence's new tokens hold +Inf (what no call may read: a probability 0 times Inf is NaN).
 void run_decode(cudaStream_t stream, gk_handle_t handle, uint64_t seed, int64_t group, int64_t S, float softcap,
-                int64_t window, int64_t D = kD, bool padded = false) {
+                int64_t window, int64_t D = kD, bool padded = false, bool inf_tail = false) {
   Rng rng{seed};
   const int64_t B = 3, Hkv = 1, Hq = group, hidden = 256, max_len = 4097 + S;
   const std::vector<int64_t> lens = {0, 1, 4097};
-  const std::string what = std::string(padded ? "padded " : "") + "decode D " + std::to_string(D) + " group " +
+  const std::string what = std::string(padded ? "padded " : "") + (inf_tail ? "inf-tail " : "") + "decode D " +
+                           std::to_string(D) + " group " +
                            std::to_string(group) + " S " + std::to_string(S) + " softcap " +
                            std::to_string(softcap) + " window " + std::to_string(window);
   const auto wq = rng(Hq * D * hidden, 0.0625f), wk = rng(Hkv * D * hidden, 0.0625f),
@@ -254,6 +257,13 @@ void run_decode(cudaStream_t stream, gk_handle_t handle, uint64_t seed, int64_t 
              kn = rng(D, 0.3f), hs = rng(B * S * hidden, 1.f), cos = rng(B * S * D, 0.6f), sin = rng(B * S * D, 0.6f);
   const size_t cache_n = size_t(B * Hkv * max_len * D);
   std::vector<float> k_ref = rng(cache_n, 1.f), v_ref = rng(cache_n, 1.f);
+  if (inf_tail) {
+    for (int64_t b = 0; b < B; ++b) {
+      const size_t from = size_t((b * max_len + lens[size_t(b)] + S) * D), to = size_t((b + 1) * max_len * D);
+      std::fill(k_ref.begin() + from, k_ref.begin() + to, INFINITY);
+      std::fill(v_ref.begin() + from, v_ref.begin() + to, INFINITY);
+    }
+  }
   Device<bf16> d_wq(wq.size()), d_wk(wk.size()), d_wv(wv.size()), d_wo(wo.size()), d_qn(D), d_kn(D),
       d_hs(hs.size()), d_cos(cos.size()), d_sin(sin.size()), d_out(B * S * hidden), d_k(cache_n), d_v(cache_n);
   for (auto [h, d] : {std::pair{&wq, &d_wq}, {&wk, &d_wk}, {&wv, &d_wv}, {&wo, &d_wo}, {&qn, &d_qn}, {&kn, &d_kn},
@@ -291,7 +301,7 @@ void run_decode(cudaStream_t stream, gk_handle_t handle, uint64_t seed, int64_t 
   GK_ASSERT_OK(gk::gemma3_attention_workspace_size(c, &ws_bytes));
   gk_testkit::DeviceBuffer ws(ws_bytes);
   void* const ws_ptr = ws.get();
-  for (const char* pin : {"", "attention.kernel=sm80"}) {
+  for (const char* pin : {"", "attention.kernel=sm80", "attention.kernel=sm90"}) {
     GK_ASSERT_OK(gk::set_overrides(handle, pin));
     // The call writes the same new k and v into the same slots each time.
     GK_ASSERT_OK(gk::gemma3_attention_forward_cached(handle, c, t, cache, ws_ptr, ws_bytes, stream));
@@ -319,6 +329,19 @@ TEST_F(DecodeAttention, RaggedCachesEveryGroupSizeMatchTheCpuReference) {
   run_decode(stream(), handle(), next_seed(), 4, 1, 0.f, 512, 256);
   run_decode(stream(), handle(), next_seed(), 2, 16, 0.f, 0, 256);
   run_decode(stream(), handle(), next_seed(), 2, 5, 50.f, 1024, 256);
+}
+
+// Chunked prefill: a chunk of 300 or 130 new tokens (several 128-row query blocks, the last partial) after ragged
+// cached lengths, on every prefill kernel's cached form; the sm90 kernel's cached positions start off its tile grid
+// (1 and 4097 cached), and past the new tokens the cache holds Inf.
+TEST_F(DecodeAttention, ChunkedPrefillOnEveryKernelMatchesTheCpuReference) {
+  run_decode(stream(), handle(), next_seed(), 2, 300, 50.f, 0, kD, false, true);
+  run_decode(stream(), handle(), next_seed(), 3, 130, 0.f, 100, kD, false, true);
+  run_decode(stream(), handle(), next_seed(), 1, 300, 0.f, 1024, kD, false, true);
+  run_decode(stream(), handle(), next_seed(), 2, 130, 0.f, 0, 256, false, true);
+  run_decode(stream(), handle(), next_seed(), 4, 300, 50.f, 512, 256, false, true);
+  run_decode(stream(), handle(), next_seed(), 2, 1, 0.f, 0, kD, false, true);  // decode over the same tails
+  run_decode(stream(), handle(), next_seed(), 2, 130, 0.f, 0, kD, /*padded=*/true, true);  // left padding: sm80
 }
 
 TEST_F(DecodeAttention, LeftPaddedSequencesHideTheirPadKeys) {

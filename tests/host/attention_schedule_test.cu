@@ -152,26 +152,28 @@ TEST(AttentionSchedule, NoMaskEveryRowMeetsEveryKeyTileOnce) {
 
 namespace {
 
-// The sm80 kernel's cached form (64-row blocks, 64-key tiles): the new query row i of batch b sits at position
-// kv_lens[b] + i among kv_lens[b] + S keys. Every key tile holding a key the row sees is met exactly once; any other
-// visited tile at most once (its keys masked for that row); none past the keys' end.
-template <MaskMode kMask>
+// The cached forms (the sm80 kernel's 64-row blocks and 64-key tiles; the sm90 kernel's 128-row blocks and 128- or
+// 64-key tiles): the new query row i of batch b sits at position kv_lens[b] + i among kv_lens[b] + S keys. Every key
+// tile holding a key the row sees is met exactly once; any other visited tile at most once (its keys masked for that
+// row); none past the keys' end. Under causal masking only the first tile visited may reach past the keys' end
+// (the sm90 kernel zeroes those rows of V in that tile alone).
+template <MaskMode kMask, int kBM = 64, int kB = 64>
 void check_cached(int batch, int seq_len, const std::vector<int>& lens, int window) {
-  constexpr int kB = 64;
   constexpr bool kCausal = kMask != MaskMode::kNone;
   AttentionParams p{};
   p.batch = batch;
   p.seq_len = seq_len;
   p.num_q_heads = 2;
   p.group_size = 1;
-  p.num_m_blocks = (seq_len + kB - 1) / kB;
+  p.num_m_blocks = (seq_len + kBM - 1) / kBM;
   p.num_tiles = p.num_m_blocks * batch * p.num_q_heads;
   p.window = window;
   p.kv_lens = lens.data();
   p.kv_capacity = 1 << 20;
-  const std::string where = "S " + std::to_string(seq_len) + " window " + std::to_string(window);
+  const std::string where = "S " + std::to_string(seq_len) + " window " + std::to_string(window) + " block " +
+                            std::to_string(kBM) + "x" + std::to_string(kB);
   for (int w = 0; w < p.num_tiles; ++w) {
-    const TileCoord t = gk::gemma3::tile_coord<kMask, kB, kB, false, true>(p, w);
+    const TileCoord t = gk::gemma3::tile_coord<kMask, kBM, kB, false, true>(p, w);
     ASSERT_EQ(t.p0, lens[t.b]) << where;
     ASSERT_EQ(t.key_len, lens[t.b] + seq_len) << where;
     std::vector<int> seen((t.key_len + kB - 1) / kB, 0);
@@ -179,9 +181,10 @@ void check_cached(int batch, int seq_len, const std::vector<int>& lens, int wind
       const int n0 = gk::gemma3::key_tile<kMask, kB>(t, i, 0).n0;
       ASSERT_EQ(n0 % kB, 0) << where;
       ASSERT_LT(n0, t.key_len) << where << ": a tile past the keys";
+      if (kCausal && i > 0) ASSERT_LE(n0 + kB, t.key_len) << where << ": a later tile reaches past the keys";
       ++seen[n0 / kB];
     }
-    for (int r = 0; r < kB && t.m0 + r < seq_len; ++r) {
+    for (int r = 0; r < kBM && t.m0 + r < seq_len; ++r) {
       const int pos = t.p0 + t.m0 + r;
       for (int k = 0; k < int(seen.size()); ++k) {
         bool sees = false;  // any key of tile k visible from pos
@@ -204,6 +207,14 @@ TEST(AttentionSchedule, CachedRowsMeetTheirKeysOnce) {
     check_cached<MaskMode::kCausal>(int(lens.size()), s, lens, 0);
     check_cached<MaskMode::kNone>(int(lens.size()), s, lens, 0);
     for (int window : {1, 50, 64, 129, 1024}) check_cached<MaskMode::kSliding>(int(lens.size()), s, lens, window);
+  }
+  for (int s : {17, 128, 129, 300}) {  // the sm90 kernel's cached form: 128-row blocks, D = 128 and 256 key tiles
+    check_cached<MaskMode::kCausal, 128, 128>(int(lens.size()), s, lens, 0);
+    check_cached<MaskMode::kCausal, 128, 64>(int(lens.size()), s, lens, 0);
+    for (int window : {1, 50, 129, 1024}) {
+      check_cached<MaskMode::kSliding, 128, 128>(int(lens.size()), s, lens, window);
+      check_cached<MaskMode::kSliding, 128, 64>(int(lens.size()), s, lens, window);
+    }
   }
 }
 

@@ -380,4 +380,53 @@ TEST(AttentionPlanner, HeadDim256TakesTheHopperKernelWithItsKeyTiles) {
   EXPECT_TRUE(d128.o_tma);
 }
 
+// A chunk of new tokens over a key/value cache, as the fused layer's cached call lays it out: q the packed rows'
+// first columns, k and v caches [B][Hkv][capacity][D]. The Hopper kernel's cached form takes it (causal or a
+// window) where the grid is wide enough or it is pinned, with one tile per head and the running maximum; left
+// padding, no mask, or caches of another layout go to the sm80-class kernel.
+TEST(AttentionPlanner, CachedChunksTakeTheHopperKernelWhereItsLayoutHolds) {
+  using gk::gemma3::AttentionKernel;
+  using gk::gemma3::MaskMode;
+  alignas(16) static __nv_bfloat16 q[16], k_cache[16], v_cache[16], out[16];
+  static const int lens[2] = {0, 0}, starts[2] = {0, 0};
+  const auto params = [&](int D, int S, MaskMode mask) {
+    gk::gemma3::AttentionParams p{};
+    const int Hq = 16, Hkv = 8, capacity = 8192, width = (Hq + 2 * Hkv) * D;
+    p.q = q, p.k = k_cache, p.v = v_cache, p.o = out;
+    p.q_token_stride = width, p.q_head_stride = D, p.q_batch_stride = int64_t(S) * width;
+    p.k_token_stride = p.v_token_stride = D;
+    p.k_head_stride = p.v_head_stride = int64_t(capacity) * D;
+    p.k_batch_stride = p.v_batch_stride = int64_t(Hkv) * capacity * D;
+    p.o_token_stride = Hq * D, p.o_head_stride = D, p.o_batch_stride = int64_t(S) * Hq * D;
+    p.batch = 2, p.seq_len = S, p.num_q_heads = Hq, p.group_size = Hq / Hkv;
+    p.mask_mode = mask, p.window = mask == MaskMode::kSliding ? 1024 : 0;
+    p.softcap = true, p.softcap_out = 50.f * 1.4426950f;
+    p.kv_lens = lens, p.kv_capacity = capacity;
+    return p;
+  };
+  const auto plan = [](const gk::gemma3::AttentionParams& p, int D, const char* pin = "") {
+    gk::gemma3::AttentionPlan plan;
+    EXPECT_TRUE(gk::gemma3::plan_attention(gk::gemma3::attention_shape(p, D), hopper(), pins(pin), &plan).ok());
+    return plan;
+  };
+  for (const int D : {128, 256}) {
+    for (const MaskMode mask : {MaskMode::kCausal, MaskMode::kSliding}) {
+      const auto p = plan(params(D, 2048, mask), D);
+      EXPECT_EQ(p.kernel, AttentionKernel::kSm90) << D;
+      EXPECT_EQ(p.tail_rows, 0) << D;
+      EXPECT_FALSE(p.fixed_softmax) << D;  // the cached form keeps the running maximum
+    }
+    auto padded = params(D, 2048, MaskMode::kCausal);
+    padded.kv_starts = starts;
+    EXPECT_EQ(plan(padded, D, "attention.kernel=sm90").kernel, AttentionKernel::kSm80) << D;
+    EXPECT_EQ(plan(params(D, 2048, MaskMode::kNone), D, "attention.kernel=sm90").kernel, AttentionKernel::kSm80);
+    auto strided = params(D, 2048, MaskMode::kCausal);  // a cache whose heads are not capacity x D apart
+    strided.k_head_stride += D;
+    EXPECT_EQ(plan(strided, D, "attention.kernel=sm90").kernel, AttentionKernel::kSm80) << D;
+  }
+  // A narrow grid at head_dim 128 keeps the 64-row kernel unless the Hopper kernel is pinned, as without a cache.
+  EXPECT_EQ(plan(params(128, 100, MaskMode::kCausal), 128).kernel, AttentionKernel::kSm80);
+  EXPECT_EQ(plan(params(128, 100, MaskMode::kCausal), 128, "attention.kernel=sm90").kernel, AttentionKernel::kSm90);
+}
+
 }  // namespace

@@ -94,7 +94,12 @@ Case custom_case(const ShapeOptions& o) {
     c.g.query_scale = float(o.query_scale);
     c.g.mask_mode = parse_mask(o.mask);
     c.g.sliding_window = o.window;
+    c.cached = o.cached;
+    if (c.cached > 0 && c.g.mask_mode == GK_MASK_ADDITIVE) {
+      throw UsageError("--cached: a key/value cache takes causal mode (or none), not an additive mask");
+    }
   } else {
+    if (o.cached > 0) throw UsageError("--cached applies to the gemma3 operator only");
     c.gemma3 = false;
     c.a = gk_testkit::audio_config(s, shape, parse_precision(o.precision));
     if (o.hidden > 0) c.a.hidden = o.hidden;
@@ -111,6 +116,7 @@ Case custom_case(const ShapeOptions& o) {
 
 std::vector<Case> build(const ShapeOptions& o) {
   if (o.suite.empty()) return {custom_case(o)};
+  if (o.cached > 0) throw UsageError("--cached describes a custom shape (--op gemma3 -b B -s S), not a suite's");
   std::vector<const Suite*> suites;
   if (o.suite == "all") {
     for (const auto& s : gk_testkit::builtin_suites()) suites.push_back(&s);
@@ -161,6 +167,10 @@ void add_shape_options(CLI::App* cmd, ShapeOptions& o) {
   cmd->add_option("--window", o.window,
                   "gemma3: sliding window in keys, causal mode (query i sees key j iff j <= i and i - j < window); "
                   "0 = off")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--cached", o.cached,
+                  "gemma3, custom shape: tokens already in a key/value cache (every sequence) before the S new ones; "
+                  "the call writes their k and v after them and attends over both (chunked prefill, decode)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--weights", o.weights,
                   "gemma3: where the q, k and v weights lie: separate allocations (the suites'), packed-qkv (one "

@@ -22,6 +22,7 @@ struct ShapeOptions {
   double softcap = -1, eps = -1, norm_offset = -1, query_scale = 0;
   std::string mask = "causal";
   int64_t window = 0;  // gemma3: sliding window (causal mode), 0 = off
+  int64_t cached = 0;  // gemma3, custom shape: tokens already in a key/value cache before the S new ones
   std::string weights = "separate";  // gemma3: separate | packed-qkv | packed-qvk | v-before-k
   std::string precision = "tf32";
   double atol = -1, rtol = -1;  // -1: the suite workload's tolerance (or the suite's loosest)
