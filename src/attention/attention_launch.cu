@@ -101,10 +101,20 @@ Status prepare_sm90(AttentionParams p, const AttentionPlan& plan, AttentionLaunc
   }
   apply_grid(plan, &p);
   const bool cached = p.kv_lens != nullptr;
+  // With a cache, q is the packed rows' first columns or a head-major [B][Hq][S][D] tensor (the planner's layouts).
+  const bool q_heads_z = cached && p.q_token_stride == Tr::kHeadDim;
   const Sm90Columns cols{cached ? 0 : static_cast<int>(p.k - p.q), cached ? 0 : static_cast<int>(p.v - p.q),
-                         plan.o_tma};
+                         plan.o_tma, q_heads_z};
   CUtensorMap map, tail_map, out_map{}, k_cache_map{}, v_cache_map{};
-  GK_RETURN_IF_ERROR(encode_qkv_map(p, Tr::kBoxRows, &map));
+  if (q_heads_z) {
+    const uint64_t dims[3] = {uint64_t(Tr::kHeadDim), uint64_t(p.seq_len), uint64_t(p.batch) * p.num_q_heads};
+    const uint64_t strides[2] = {uint64_t(Tr::kHeadDim) * 2, uint64_t(p.q_head_stride) * 2};
+    const uint32_t box[3] = {64, Tr::kBoxRows, 1};
+    GK_RETURN_IF_ERROR(
+        detail::encode_tiled_map(kOp, &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, p.q, dims, strides, box));
+  } else {
+    GK_RETURN_IF_ERROR(encode_qkv_map(p, Tr::kBoxRows, &map));
+  }
   if (cached) {
     GK_RETURN_IF_ERROR(encode_cache_map(p.k, p.k_head_stride, p, Tr::kHeadDim, Tr::kBoxRows, &k_cache_map));
     GK_RETURN_IF_ERROR(encode_cache_map(p.v, p.v_head_stride, p, Tr::kHeadDim, Tr::kBoxRows, &v_cache_map));

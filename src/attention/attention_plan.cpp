@@ -47,7 +47,11 @@ AttentionShape attention_shape(const AttentionParams& p, int head_dim) {
     const auto cache = [&](const void* a, int64_t token, int64_t head, int64_t batch) {
       return token == D && head == int64_t(p.kv_capacity) * D && batch == kv_span / D * head && aligned16(a);
     };
-    s.sm90_layout = q_and_o && p.kv_starts == nullptr &&
+    // q: the packed rows' first columns, or head-major [B][Hq][S][D] (gemma3_attend's query).
+    const bool q_heads = p.q_token_stride == D && p.q_head_stride == int64_t(p.seq_len) * D &&
+                         p.q_batch_stride == q_span * p.seq_len && aligned16(p.q) && aligned16(p.o) &&
+                         p.o_token_stride % 8 == 0 && p.o_head_stride % 8 == 0 && p.o_batch_stride % 8 == 0;
+    s.sm90_layout = (q_and_o || q_heads) && p.kv_starts == nullptr &&
                     cache(p.k, p.k_token_stride, p.k_head_stride, p.k_batch_stride) &&
                     cache(p.v, p.v_token_stride, p.v_head_stride, p.v_batch_stride);
   } else {

@@ -26,8 +26,8 @@ struct AttentionShape {
   bool softcap = false;
   float softcap_out = 0.f;  // cap * log2(e) (AttentionParams::softcap_out)
   // Without a cache: q, k, v are column ranges of one packed buffer the sm90 kernel's tensor map covers. With one:
-  // q is the packed buffer's first columns, and k and v are caches the kernel's cache maps cover, without left
-  // padding (the sm90 kernel's cached form).
+  // q is the packed buffer's first columns or a head-major [B][Hq][S][D] tensor, and k and v are caches the
+  // kernel's cache maps cover, without left padding (the sm90 kernel's cached form).
   bool sm90_layout = false;
   bool cached = false;       // keys and values come from a key/value cache (AttentionParams::kv_lens)
   bool o_tma = false;        // the output's heads are contiguous 16-byte aligned rows (TMA stores)

@@ -25,13 +25,27 @@ struct Sm90Producer {
     return tile_coord<kMask, Tr::kBlockM, Tr::kBlockN, kFixedRef, kCached>(p, tile);
   }
 
+  // Where an ordinary tile's Q lies in the Q map: its first column and its z coordinate. The packed rows: column
+  // h * D of batch b. A head-major query (the cached form's Sm90Columns::q_heads_z): column 0 of slice b * Hq + h.
+  __device__ __forceinline__ static void q_coords(const AttentionParams& p, const TileCoord& tc,
+                                                  const Sm90Columns& cols, int* col, int* z) {
+    if (kCached && cols.q_heads_z) {
+      *col = 0;
+      *z = tc.b * p.num_q_heads + tc.h;
+    } else {
+      *col = tc.h * Tr::kHeadDim;
+      *z = tc.b;
+    }
+  }
+
   // The work tile's Q, arming the Q barrier for its bytes.
   __device__ __forceinline__ static void load_q(const Sm90Smem<Tr>& sm, const CUtensorMap* qkv_map,
                                                 const CUtensorMap* tail_map, const AttentionParams& p,
-                                                const TileCoord& tc) {
+                                                const TileCoord& tc, const Sm90Columns& cols) {
     const uint32_t q_full = sm.q_pipe.full(0);
     if (tc.tail_rows == 0) {
-      const int q_col = tc.h * Tr::kHeadDim;
+      int q_col, q_z;
+      q_coords(p, tc, cols, &q_col, &q_z);
       device::mbar_arrive_expect_tx(q_full, Tr::kQTileBytes);
 #pragma unroll
       for (int box = 0; box < Tr::kBoxes; ++box) {
@@ -39,7 +53,7 @@ struct Sm90Producer {
 #pragma unroll
         for (int r = 0; r < Tr::kBlockM / Tr::kBoxRows; ++r) {
           device::tma_load_3d(sm.q + box * Tr::kQBoxBytes + r * Tr::kBoxBytes, qkv_map, q_full,
-                              q_col + box * Tr::kBoxCols, tc.m0 + r * Tr::kBoxRows, tc.b);
+                              q_col + box * Tr::kBoxCols, tc.m0 + r * Tr::kBoxRows, q_z);
         }
       }
     } else {
@@ -60,14 +74,16 @@ struct Sm90Producer {
 
   // The work tile's Q into L2 (an ordinary tile's boxes, as load_q reads them; a packed tail's rows are left to its
   // load). Its load then waits for L2 instead of memory.
-  __device__ __forceinline__ static void prefetch_q(const CUtensorMap* qkv_map, const TileCoord& tc) {
+  __device__ __forceinline__ static void prefetch_q(const CUtensorMap* qkv_map, const AttentionParams& p,
+                                                    const TileCoord& tc, const Sm90Columns& cols) {
     if (tc.tail_rows != 0) return;
-    const int q_col = tc.h * Tr::kHeadDim;
+    int q_col, q_z;
+    q_coords(p, tc, cols, &q_col, &q_z);
 #pragma unroll
     for (int box = 0; box < Tr::kBoxes; ++box) {
 #pragma unroll
       for (int r = 0; r < Tr::kBlockM / Tr::kBoxRows; ++r) {
-        device::tma_prefetch_l2_3d(qkv_map, q_col + box * Tr::kBoxCols, tc.m0 + r * Tr::kBoxRows, tc.b);
+        device::tma_prefetch_l2_3d(qkv_map, q_col + box * Tr::kBoxCols, tc.m0 + r * Tr::kBoxRows, q_z);
       }
     }
   }
@@ -113,7 +129,7 @@ struct Sm90Producer {
         device::mbar_arrive(sm.q_pipe.full(0));  // no loads: the consumers read the slot and stop
         break;
       }
-      load_q(sm, qkv_map, tail_map, p, tc);
+      load_q(sm, qkv_map, tail_map, p, tc, cols);
       const int k_col = kCached ? 0 : cols.k_col + tc.kvh * Tr::kHeadDim;
       const int v_col = kCached ? 0 : cols.v_col + tc.kvh * Tr::kHeadDim;
       const int kv_z = kCached ? tc.b * kv_heads + tc.kvh : tc.b;
@@ -140,7 +156,7 @@ struct Sm90Producer {
         // its slot: held in the producer's 24 registers across the loop, it would spill.
         if (nb == max(0, tc.n_blocks - 2)) {
           TileCoord nc;
-          if (read_tile<kMask, kCached>(sm.tile_slot(local + 1), p, &nc) < p.num_tiles) prefetch_q(qkv_map, nc);
+          if (read_tile<kMask, kCached>(sm.tile_slot(local + 1), p, &nc) < p.num_tiles) prefetch_q(qkv_map, p, nc, cols);
         }
       }
     }

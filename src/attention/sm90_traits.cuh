@@ -68,6 +68,8 @@ struct Sm90Columns {
   int k_col;
   int v_col;
   bool o_tma;  // the output's heads are contiguous rows of kHeadDim: whole tiles leave by TMA stores (out_map)
+  // The cached form only: q is [B][Hq][S][D] (gemma3_attend's query) and its map [B * Hq][S][D], not the packed rows.
+  bool q_heads_z;
 };
 
 // The shared-memory map: Q, the K and V rings, the output staging buffers, two decoded-tile slots, the mbarriers.

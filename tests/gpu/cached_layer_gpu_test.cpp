@@ -233,6 +233,17 @@ TEST_F(CachedLayer, SplitCallsMatchTheCpuReference) {
   }
 }
 
+// The same calls with the Hopper kernel pinned: its cached form takes the chunks (130 and 70 new tokens after 0 and
+// 130 cached) of the fused layer and of gemma3_attend (whose query is head-major), causal and with a window.
+TEST_F(CachedLayer, HopperKernelChunksMatchTheCpuReference) {
+  GK_ASSERT_OK(gk::set_overrides(handle(), "attention.kernel=sm90"));
+  for (Form form : {Form::kFused, Form::kSplitIntoCache, Form::kSplitOutputs}) {
+    run_calls(stream(), handle(), next_seed(), GK_MASK_CAUSAL, 0, 50.f, false, form);
+    run_calls(stream(), handle(), next_seed(), GK_MASK_CAUSAL, 100, 0.f, true, form);
+  }
+  GK_ASSERT_OK(gk::set_overrides(handle(), ""));
+}
+
 }  // namespace
 
 namespace {

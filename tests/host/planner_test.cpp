@@ -420,6 +420,9 @@ TEST(AttentionPlanner, CachedChunksTakeTheHopperKernelWhereItsLayoutHolds) {
     padded.kv_starts = starts;
     EXPECT_EQ(plan(padded, D, "attention.kernel=sm90").kernel, AttentionKernel::kSm80) << D;
     EXPECT_EQ(plan(params(D, 2048, MaskMode::kNone), D, "attention.kernel=sm90").kernel, AttentionKernel::kSm80);
+    auto heads = params(D, 2048, MaskMode::kCausal);  // gemma3_attend's head-major query [B][Hq][S][D]
+    heads.q_token_stride = D, heads.q_head_stride = int64_t(2048) * D, heads.q_batch_stride = 16 * heads.q_head_stride;
+    EXPECT_EQ(plan(heads, D).kernel, AttentionKernel::kSm90) << D;
     auto strided = params(D, 2048, MaskMode::kCausal);  // a cache whose heads are not capacity x D apart
     strided.k_head_stride += D;
     EXPECT_EQ(plan(strided, D, "attention.kernel=sm90").kernel, AttentionKernel::kSm80) << D;
