@@ -17,7 +17,7 @@
 namespace gk::gemma3 {
 
 // kCached: keys and values come from a key/value cache [B][Hkv][capacity][D] through their own tensor maps
-// (k_cache_map, v_cache_map: [B * Hkv][capacity][D]); q from the packed buffer as always.
+// (k_cache_map, v_cache_map: [B * Hkv][capacity][D]); q from the packed rows, or head-major (q_coords).
 template <class Tr, MaskMode kMask, bool kFixedRef, bool kCached = false>
 struct Sm90Producer {
   // The decoded work tile `tile` (tile_coord) as the consumers' slot holds it.
