@@ -101,8 +101,8 @@ Status prepare_sm90(AttentionParams p, const AttentionPlan& plan, AttentionLaunc
   }
   apply_grid(plan, &p);
   const bool cached = p.kv_lens != nullptr;
-  // With a cache, q is the packed rows' first columns or a head-major [B][Hq][S][D] tensor (the planner's layouts).
-  const bool q_heads_z = cached && p.q_token_stride == Tr::kHeadDim;
+  // With a cache, q is the packed rows' first columns or a head-major [B][Hq][S][D] tensor, as the planner found.
+  const bool q_heads_z = cached && plan.q_heads;
   const Sm90Columns cols{cached ? 0 : static_cast<int>(p.k - p.q), cached ? 0 : static_cast<int>(p.v - p.q),
                          plan.o_tma, q_heads_z};
   CUtensorMap map, tail_map, out_map{}, k_cache_map{}, v_cache_map{};

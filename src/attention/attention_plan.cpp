@@ -51,6 +51,7 @@ AttentionShape attention_shape(const AttentionParams& p, int head_dim) {
     const bool q_heads = p.q_token_stride == D && p.q_head_stride == int64_t(p.seq_len) * D &&
                          p.q_batch_stride == q_span * p.seq_len && aligned16(p.q) && aligned16(p.o) &&
                          p.o_token_stride % 8 == 0 && p.o_head_stride % 8 == 0 && p.o_batch_stride % 8 == 0;
+    s.q_heads = !q_and_o && q_heads;  // the packed rows' reading where both hold (one head and one token)
     s.sm90_layout = (q_and_o || q_heads) && p.kv_starts == nullptr &&
                     cache(p.k, p.k_token_stride, p.k_head_stride, p.k_batch_stride) &&
                     cache(p.v, p.v_token_stride, p.v_head_stride, p.v_batch_stride);
@@ -86,6 +87,7 @@ Status plan_attention(const AttentionShape& s, const detail::DeviceInfo& dev, co
     // The cached form keeps one work tile per head and the running maximum (its instantiations).
     p.tail_rows = ov.attention_tail == 1 || s.cached ? 0 : packed_tail_rows(s.seq_len, s.group_size, kSm90Block);
     p.o_tma = s.o_tma && ov.attention_store != 1;
+    p.q_heads = s.q_heads;
     if (s.softcap && s.head_dim == 128 && !s.cached) {
       const bool wanted = s.mask != MaskMode::kAdditive
                               ? ov.attention_softmax != 0

@@ -30,6 +30,7 @@ struct AttentionShape {
   // kernel's cache maps cover, without left padding (the sm90 kernel's cached form).
   bool sm90_layout = false;
   bool cached = false;       // keys and values come from a key/value cache (AttentionParams::kv_lens)
+  bool q_heads = false;      // cached: q is head-major [B][Hq][S][D] (not the packed rows)
   bool o_tma = false;        // the output's heads are contiguous 16-byte aligned rows (TMA stores)
 };
 
@@ -39,6 +40,7 @@ struct AttentionPlan {
   int tail_rows = 0;             // sm90: rows per head of the packed GQA tail (0: one tile per head)
   bool o_tma = false;            // sm90: output tiles leave by TMA stores (packed tails always by 16-byte stores)
   bool fixed_softmax = false;    // sm90, softcap: probabilities against a fixed reference, not the running maximum
+  bool q_heads = false;          // sm90 cached form: q read through a [B * Hq][S][D] map (AttentionShape::q_heads)
   float fixed_bias = 0.f;        // that reference (fixed_softmax.hpp)
   int64_t tiles = 0;             // work tiles
   int grid = 0;                  // CTAs: one per tile (sm80), at most one per SM (sm90, persistent)

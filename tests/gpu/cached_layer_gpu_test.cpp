@@ -104,7 +104,8 @@ void run_calls(cudaStream_t stream, gk_handle_t handle, uint64_t seed, gk_mask_m
   bf16* const d_wk = d_kv.p + (v_first ? kv_w : 0);
   bf16* const d_wv = d_kv.p + (v_first ? 0 : kv_w);
   const size_t cache_n = size_t(B * kHkv * kMaxLen * kD);
-  std::vector<float> k_ref(cache_n, 0.f), v_ref(cache_n, 0.f);
+  // Slots no call has written hold +Inf: no call may read them (a probability 0 times Inf is NaN).
+  std::vector<float> k_ref(cache_n, INFINITY), v_ref(cache_n, INFINITY);
   Device<bf16> d_k(cache_n), d_v(cache_n);
   to_device(k_ref, d_k), to_device(v_ref, d_v);
   Device<int> d_lens(B);
@@ -252,14 +253,18 @@ namespace {
 // new-token counts 1, 5 and 16 (one to several 16-row blocks of a group's rows), every group size 1..8, softcap on
 // and off, a window; the cache filled with random keys and values directly. The fused layer against the CPU
 // reference, judged as above; with the sm80 kernel pinned the same call runs the prefill kernel's cached form.
-// Longer calls (chunked prefill) run the prefill kernels' cached forms, each pinned in turn. `inf_tail`: the cache's
-// slots past each sequence's new tokens hold +Inf (what no call may read: a probability 0 times Inf is NaN).
+// Longer calls (chunked prefill) run the prefill kernels' cached forms, each pinned in turn. `tail`: what the
+// cache's slots past each sequence's new tokens hold, which no call may read (a probability 0 times Inf or NaN is
+// NaN): random values, +Inf in k and v, or NaN in k or in v alone. `longest`: the third sequence's cached length.
+enum class Tail { kRandom, kInf, kNanK, kNanV };
 void run_decode(cudaStream_t stream, gk_handle_t handle, uint64_t seed, int64_t group, int64_t S, float softcap,
-                int64_t window, int64_t D = kD, bool padded = false, bool inf_tail = false) {
+                int64_t window, int64_t D = kD, bool padded = false, Tail tail = Tail::kRandom,
+                int64_t longest = 4097) {
   Rng rng{seed};
-  const int64_t B = 3, Hkv = 1, Hq = group, hidden = 256, max_len = 4097 + S;
-  const std::vector<int64_t> lens = {0, 1, 4097};
-  const std::string what = std::string(padded ? "padded " : "") + (inf_tail ? "inf-tail " : "") + "decode D " +
+  const int64_t B = 3, Hkv = 1, Hq = group, hidden = 256, max_len = longest + S;
+  const std::vector<int64_t> lens = {0, 1, longest};
+  const char* const tails[] = {"", "inf-tail ", "nan-k-tail ", "nan-v-tail "};
+  const std::string what = std::string(padded ? "padded " : "") + tails[int(tail)] + "decode D " +
                            std::to_string(D) + " group " +
                            std::to_string(group) + " S " + std::to_string(S) + " softcap " +
                            std::to_string(softcap) + " window " + std::to_string(window);
@@ -268,11 +273,11 @@ void run_decode(cudaStream_t stream, gk_handle_t handle, uint64_t seed, int64_t 
              kn = rng(D, 0.3f), hs = rng(B * S * hidden, 1.f), cos = rng(B * S * D, 0.6f), sin = rng(B * S * D, 0.6f);
   const size_t cache_n = size_t(B * Hkv * max_len * D);
   std::vector<float> k_ref = rng(cache_n, 1.f), v_ref = rng(cache_n, 1.f);
-  if (inf_tail) {
+  if (tail != Tail::kRandom) {
     for (int64_t b = 0; b < B; ++b) {
       const size_t from = size_t((b * max_len + lens[size_t(b)] + S) * D), to = size_t((b + 1) * max_len * D);
-      std::fill(k_ref.begin() + from, k_ref.begin() + to, INFINITY);
-      std::fill(v_ref.begin() + from, v_ref.begin() + to, INFINITY);
+      if (tail != Tail::kNanV) std::fill(k_ref.begin() + from, k_ref.begin() + to, tail == Tail::kInf ? INFINITY : NAN);
+      if (tail != Tail::kNanK) std::fill(v_ref.begin() + from, v_ref.begin() + to, tail == Tail::kInf ? INFINITY : NAN);
     }
   }
   Device<bf16> d_wq(wq.size()), d_wk(wk.size()), d_wv(wv.size()), d_wo(wo.size()), d_qn(D), d_kn(D),
@@ -344,15 +349,25 @@ TEST_F(DecodeAttention, RaggedCachesEveryGroupSizeMatchTheCpuReference) {
 
 // Chunked prefill: a chunk of 300 or 130 new tokens (several 128-row query blocks, the last partial) after ragged
 // cached lengths, on every prefill kernel's cached form; the sm90 kernel's cached positions start off its tile grid
-// (1 and 4097 cached), and past the new tokens the cache holds Inf.
+// (1 and 4097 cached), and past the new tokens the cache holds Inf (or NaN in k or v alone).
 TEST_F(DecodeAttention, ChunkedPrefillOnEveryKernelMatchesTheCpuReference) {
-  run_decode(stream(), handle(), next_seed(), 2, 300, 50.f, 0, kD, false, true);
-  run_decode(stream(), handle(), next_seed(), 3, 130, 0.f, 100, kD, false, true);
-  run_decode(stream(), handle(), next_seed(), 1, 300, 0.f, 1024, kD, false, true);
-  run_decode(stream(), handle(), next_seed(), 2, 130, 0.f, 0, 256, false, true);
-  run_decode(stream(), handle(), next_seed(), 4, 300, 50.f, 512, 256, false, true);
-  run_decode(stream(), handle(), next_seed(), 2, 1, 0.f, 0, kD, false, true);  // decode over the same tails
-  run_decode(stream(), handle(), next_seed(), 2, 130, 0.f, 0, kD, /*padded=*/true, true);  // left padding: sm80
+  run_decode(stream(), handle(), next_seed(), 2, 300, 50.f, 0, kD, false, Tail::kInf);
+  run_decode(stream(), handle(), next_seed(), 3, 130, 0.f, 100, kD, false, Tail::kInf);
+  run_decode(stream(), handle(), next_seed(), 1, 300, 0.f, 1024, kD, false, Tail::kInf);
+  run_decode(stream(), handle(), next_seed(), 2, 130, 0.f, 0, 256, false, Tail::kInf);
+  run_decode(stream(), handle(), next_seed(), 4, 300, 50.f, 512, 256, false, Tail::kInf);
+  run_decode(stream(), handle(), next_seed(), 2, 300, 0.f, 0, kD, false, Tail::kNanK);  // masking replaces the scores
+  run_decode(stream(), handle(), next_seed(), 2, 300, 0.f, 0, kD, false, Tail::kNanV);  // the V rows' zeroing
+  run_decode(stream(), handle(), next_seed(), 2, 1, 0.f, 0, kD, false, Tail::kInf);  // decode over the same tails
+  run_decode(stream(), handle(), next_seed(), 2, 130, 0.f, 0, kD, /*padded=*/true, Tail::kInf);  // left padding: sm80
+  // Keys ending one past a 128-key tile (the diagonal tile's first key is its only real one) and on a tile edge (no
+  // rows to zero): 128 + 1 and 128 + 128 new tokens after 0 cached (the first sequence).
+  run_decode(stream(), handle(), next_seed(), 2, 129, 0.f, 0, kD, false, Tail::kNanV);
+  run_decode(stream(), handle(), next_seed(), 2, 256, 0.f, 0, kD, false, Tail::kNanV);
+  // More work tiles than SMs (6 query blocks x 3 sequences x 8 heads = 144): CTAs take a second tile, whose V rows
+  // are zeroed in a later ring stage, after the first tile's turns and output.
+  run_decode(stream(), handle(), next_seed(), 8, 700, 0.f, 0, kD, false, Tail::kNanV, 600);
+  run_decode(stream(), handle(), next_seed(), 8, 700, 50.f, 256, 256, false, Tail::kNanV, 600);
 }
 
 TEST_F(DecodeAttention, LeftPaddedSequencesHideTheirPadKeys) {

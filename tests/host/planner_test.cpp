@@ -423,10 +423,22 @@ TEST(AttentionPlanner, CachedChunksTakeTheHopperKernelWhereItsLayoutHolds) {
     auto heads = params(D, 2048, MaskMode::kCausal);  // gemma3_attend's head-major query [B][Hq][S][D]
     heads.q_token_stride = D, heads.q_head_stride = int64_t(2048) * D, heads.q_batch_stride = 16 * heads.q_head_stride;
     EXPECT_EQ(plan(heads, D).kernel, AttentionKernel::kSm90) << D;
+    EXPECT_TRUE(plan(heads, D).q_heads) << D;
+    EXPECT_FALSE(plan(params(D, 2048, MaskMode::kCausal), D).q_heads) << D;
     auto strided = params(D, 2048, MaskMode::kCausal);  // a cache whose heads are not capacity x D apart
     strided.k_head_stride += D;
     EXPECT_EQ(plan(strided, D, "attention.kernel=sm90").kernel, AttentionKernel::kSm80) << D;
   }
+  // One query head in token-major rows of exactly head_dim: head stride D, so the packed rows' reading, not the
+  // head-major one (whose slices would then be D apart instead of S x D).
+  auto one_head = params(128, 2048, MaskMode::kCausal);
+  one_head.num_q_heads = 1, one_head.group_size = 1;
+  one_head.q_token_stride = 128, one_head.q_batch_stride = int64_t(2048) * 128;
+  one_head.k_batch_stride = one_head.v_batch_stride = one_head.k_head_stride;
+  one_head.o_token_stride = 128, one_head.o_batch_stride = int64_t(2048) * 128;
+  const auto one = plan(one_head, 128, "attention.kernel=sm90");
+  EXPECT_EQ(one.kernel, AttentionKernel::kSm90);
+  EXPECT_FALSE(one.q_heads);
   // A narrow grid at head_dim 128 keeps the 64-row kernel unless the Hopper kernel is pinned, as without a cache.
   EXPECT_EQ(plan(params(128, 100, MaskMode::kCausal), 128).kernel, AttentionKernel::kSm80);
   EXPECT_EQ(plan(params(128, 100, MaskMode::kCausal), 128, "attention.kernel=sm90").kernel, AttentionKernel::kSm90);
