@@ -67,17 +67,16 @@ Status encode_qkv_map(const AttentionParams& p, uint32_t box_rows, CUtensorMap* 
   return detail::encode_tiled_map(kOp, map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, p.q, dims, strides, box);
 }
 
-// A key/value cache [B][Hkv][capacity][D] (bf16) as a 3-D tensor [B * Hkv][capacity][D] in 64-column x `box_rows`-row
-// boxes with the 128-byte swizzle; slots past the capacity read as zeros.
-// The planner checked the layout (attention_shape): tokens of head_dim elements, heads `head_stride` apart, batches
-// Hkv heads apart.
-Status encode_cache_map(const __nv_bfloat16* cache, int64_t head_stride, const AttentionParams& p, int head_dim,
-                        uint32_t box_rows, CUtensorMap* map) {
-  const int64_t kv_heads = p.num_q_heads / p.group_size;
-  const uint64_t dims[3] = {uint64_t(head_dim), uint64_t(p.kv_capacity), uint64_t(p.batch * kv_heads)};
+// Head-major bf16 rows [B * heads][rows][D] as a 3-D tensor in 64-column x `box_rows`-row boxes with the 128-byte
+// swizzle; rows past `rows` read as zeros. A key/value cache [B][Hkv][capacity][D] (rows = its capacity) and
+// gemma3_attend's query [B][Hq][S][D] (rows = S). The planner checked the layout (attention_shape): rows of head_dim
+// elements, heads `head_stride` apart, batches `heads` heads apart.
+Status encode_head_rows_map(const __nv_bfloat16* base, int64_t rows, int64_t heads, int64_t head_stride,
+                            const AttentionParams& p, int head_dim, uint32_t box_rows, CUtensorMap* map) {
+  const uint64_t dims[3] = {uint64_t(head_dim), uint64_t(rows), uint64_t(p.batch) * uint64_t(heads)};
   const uint64_t strides[2] = {uint64_t(head_dim) * 2, uint64_t(head_stride) * 2};
   const uint32_t box[3] = {64, box_rows, 1};
-  return detail::encode_tiled_map(kOp, map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, cache, dims, strides, box);
+  return detail::encode_tiled_map(kOp, map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, base, dims, strides, box);
 }
 
 // The sm90 kernel of a variant (the fixed-reference softmax only with softcap, at D = 128; the cached form only
@@ -101,23 +100,23 @@ Status prepare_sm90(AttentionParams p, const AttentionPlan& plan, AttentionLaunc
   }
   apply_grid(plan, &p);
   const bool cached = p.kv_lens != nullptr;
-  // With a cache, q is the packed rows' first columns or a head-major [B][Hq][S][D] tensor, as the planner found.
-  const bool q_heads_z = cached && plan.q_heads;
+  // With a cache, q is the packed rows' first columns or a head-major [B][Hq][S][D] tensor, as the planner found
+  // (plan.q_heads: the cached form only).
   const Sm90Columns cols{cached ? 0 : static_cast<int>(p.k - p.q), cached ? 0 : static_cast<int>(p.v - p.q),
-                         plan.o_tma, q_heads_z};
+                         plan.o_tma, plan.q_heads};
   CUtensorMap map, tail_map, out_map{}, k_cache_map{}, v_cache_map{};
-  if (q_heads_z) {
-    const uint64_t dims[3] = {uint64_t(Tr::kHeadDim), uint64_t(p.seq_len), uint64_t(p.batch) * p.num_q_heads};
-    const uint64_t strides[2] = {uint64_t(Tr::kHeadDim) * 2, uint64_t(p.q_head_stride) * 2};
-    const uint32_t box[3] = {64, Tr::kBoxRows, 1};
-    GK_RETURN_IF_ERROR(
-        detail::encode_tiled_map(kOp, &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, p.q, dims, strides, box));
+  if (plan.q_heads) {
+    GK_RETURN_IF_ERROR(encode_head_rows_map(p.q, p.seq_len, p.num_q_heads, p.q_head_stride, p, Tr::kHeadDim,
+                                            Tr::kBoxRows, &map));
   } else {
     GK_RETURN_IF_ERROR(encode_qkv_map(p, Tr::kBoxRows, &map));
   }
   if (cached) {
-    GK_RETURN_IF_ERROR(encode_cache_map(p.k, p.k_head_stride, p, Tr::kHeadDim, Tr::kBoxRows, &k_cache_map));
-    GK_RETURN_IF_ERROR(encode_cache_map(p.v, p.v_head_stride, p, Tr::kHeadDim, Tr::kBoxRows, &v_cache_map));
+    const int kv_heads = p.num_q_heads / p.group_size;
+    GK_RETURN_IF_ERROR(encode_head_rows_map(p.k, p.kv_capacity, kv_heads, p.k_head_stride, p, Tr::kHeadDim,
+                                            Tr::kBoxRows, &k_cache_map));
+    GK_RETURN_IF_ERROR(encode_head_rows_map(p.v, p.kv_capacity, kv_heads, p.v_head_stride, p, Tr::kHeadDim,
+                                            Tr::kBoxRows, &v_cache_map));
   }
   if (cols.o_tma) {
     // The output as [B][S][Hq * D] in boxes of 64 columns x 64 rows (one consumer warpgroup's half tile).

@@ -38,9 +38,10 @@ AttentionShape attention_shape(const AttentionParams& p, int head_dim) {
   const int64_t width = p.q_token_stride, D = head_dim;
   const int64_t q_span = int64_t(p.num_q_heads) * D, kv_span = int64_t(p.num_q_heads / p.group_size) * D;
   const auto aligned16 = [](const void* a) { return reinterpret_cast<uintptr_t>(a) % 16 == 0; };
+  const bool o_pieces = aligned16(p.o) && p.o_token_stride % 8 == 0 && p.o_head_stride % 8 == 0 &&
+                        p.o_batch_stride % 8 == 0;
   const bool q_and_o = p.q_head_stride == D && p.q_batch_stride == p.seq_len * width && width % 8 == 0 &&
-                       width >= q_span && aligned16(p.q) && aligned16(p.o) && p.o_token_stride % 8 == 0 &&
-                       p.o_head_stride % 8 == 0 && p.o_batch_stride % 8 == 0;
+                       width >= q_span && aligned16(p.q) && o_pieces;
   s.cached = p.kv_lens != nullptr;
   if (s.cached) {
     // Each cache [B][Hkv][capacity][D], contiguous (one tensor map over [B * Hkv][capacity][D]), 16-byte aligned.
@@ -49,8 +50,7 @@ AttentionShape attention_shape(const AttentionParams& p, int head_dim) {
     };
     // q: the packed rows' first columns, or head-major [B][Hq][S][D] (gemma3_attend's query).
     const bool q_heads = p.q_token_stride == D && p.q_head_stride == int64_t(p.seq_len) * D &&
-                         p.q_batch_stride == q_span * p.seq_len && aligned16(p.q) && aligned16(p.o) &&
-                         p.o_token_stride % 8 == 0 && p.o_head_stride % 8 == 0 && p.o_batch_stride % 8 == 0;
+                         p.q_batch_stride == q_span * p.seq_len && aligned16(p.q) && o_pieces;
     s.q_heads = !q_and_o && q_heads;  // the packed rows' reading where both hold (one head and one token)
     s.sm90_layout = (q_and_o || q_heads) && p.kv_starts == nullptr &&
                     cache(p.k, p.k_token_stride, p.k_head_stride, p.k_batch_stride) &&

@@ -38,7 +38,7 @@ struct MaskPolicy {
   // scheduler's order needs no change for: every block past the first window visits as many); an additive mask's
   // list leaves out the tiles it kills (mask_tiles.cu). kBoundedFlag: the list kernel set the bounded flag
   // (prepare_mask_tiles' mark_bounded), only for a kernel that reads it.
-  // kCached: the sm80 kernel's cached form (AttentionParams::kv_lens): positions and keys shift by the cached length.
+  // kCached: the kernels' cached forms (AttentionParams::kv_lens): positions and keys shift by the cached length.
   template <int kBlockM, int kBlockN, bool kBoundedFlag, bool kCached = false>
   __host__ __device__ __forceinline__ static void visit(const AttentionParams& p, TileCoord& t) {
     int p0 = 0, key_len = p.seq_len;

@@ -86,7 +86,7 @@ struct AttentionParams {
   float fixed_bias;
   MaskMode mask_mode;
   int window;  // kSliding: keys a query sees, itself included (>= 1)
-  // A key/value cache (the sm80 kernel's cached form; null otherwise): batch element b's keys are its kv_lens[b]
+  // A key/value cache (the prefill kernels' cached forms; null otherwise): batch element b's keys are its kv_lens[b]
   // cached tokens followed by the call's seq_len new ones, all in the cache that k and v (with their strides) point
   // into, and its new query row i sits at position kv_lens[b] + i.
   const int* kv_lens;

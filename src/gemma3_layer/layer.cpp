@@ -342,7 +342,7 @@ Status plan_cached_attention(gk_handle_t handle, const AttentionParams& ap, int 
     return Status::Ok();
   }
   // Longer calls: the prefill kernels' cached forms, the sm90 kernel's where it takes the call (causal or a window,
-  // the packed q buffer, no left padding) and the grid is wide enough, as without a cache.
+  // q in the packed rows or head-major, no left padding) and the grid is wide enough, as without a cache.
   return plan_attention(attention_shape(ap, head_dim), handle->device_info, handle->overrides, plan);
 }
 
@@ -394,7 +394,7 @@ Status gemma3_attention_plan(gk_handle_t handle, const Gemma3AttentionConfig& c,
 namespace {
 
 // One call, with or without a key/value cache (checked by the caller). With one: the new tokens' k and v go into the
-// cache after the q|k|v step, and the attention (the sm80 kernel's cached form) reads keys and values from there.
+// cache after the q|k|v step, and the attention (a kernel's cached form) reads keys and values from there.
 Status forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const KvCache* cache,
                void* workspace, size_t workspace_bytes, gk_stream_t stream_in) {
   GK_RETURN_IF_ERROR(

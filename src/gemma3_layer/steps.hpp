@@ -40,7 +40,7 @@ HeadScatterParams cache_scatter(const Gemma3AttentionConfig& c, const QkvStep& s
                                 const KvCache& cache);
 
 // Keys, values and lengths from the cache in `ap` (whose queries and output stay), and the mask over cached + new
-// keys; then the plan: the decode kernel for few new tokens, else the sm80 kernel's cached form.
+// keys; then the plan: the decode kernel for few new tokens, else a prefill kernel's cached form (the planner's).
 void use_cache(const Gemma3AttentionConfig& c, const KvCache& cache, AttentionParams* ap);
 // max_keys: the host's bound on cached + new tokens. Few new tokens take the decode kernel (ap.decode_partial set).
 Status plan_cached_attention(gk_handle_t handle, const AttentionParams& ap, int head_dim, int64_t max_keys,
