@@ -244,6 +244,17 @@ gk_status gk_gemma3_attention_plan(gk_handle_t handle, const gk_gemma3_attention
   return plan_entry("gemma3_attention", gk::gemma3_attention_plan, handle, config, tensors, buf, len);
 }
 
+gk_status gk_gemma3_attention_plan_cached(gk_handle_t handle, const gk_gemma3_attention_config* config,
+                                          const gk_gemma3_attention_tensors* tensors, const gk_kv_cache* cache,
+                                          char* buf, size_t len) {
+  if (cache == nullptr) {
+    return guarded("gemma3_attention", [cache] { return null_args("gemma3_attention", {{"cache", cache}}); });
+  }
+  const auto plan = [cache](gk_handle_t h, const gk::Gemma3AttentionConfig& c, const gk::Gemma3AttentionTensors& t,
+                            std::string* s) { return gk::gemma3_attention_plan_cached(h, c, t, *cache, s); };
+  return plan_entry("gemma3_attention", plan, handle, config, tensors, buf, len);
+}
+
 gk_status gk_audio_qkv_check(const gk_audio_qkv_config* config, const gk_audio_qkv_tensors* tensors) {
   return guarded("audio_qkv", [&] {
     GK_RETURN_IF_ERROR(null_args("audio_qkv", {{"config", config}, {"tensors", tensors}}));

@@ -381,14 +381,29 @@ Status gemma3_attention_workspace_size(const Gemma3AttentionConfig& config, size
   return Status::Ok();
 }
 
+namespace {
+
+Status plan_description(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
+                        bool cached, std::string* description) {
+  GK_RETURN_IF_ERROR(detail::check_handle(kOp, handle));
+  gemma3::LayerPlan plan;
+  GK_RETURN_IF_ERROR(gemma3::plan_layer(c, t, handle->device_info, handle->overrides, &plan, false, cached));
+  *description = detail::format_overrides(plan.chosen);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status gemma3_attention_plan(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
                              std::string* description) {
   GK_RETURN_IF_ERROR(gemma3_attention_check(c, t));
-  GK_RETURN_IF_ERROR(detail::check_handle(kOp, handle));
-  gemma3::LayerPlan plan;
-  GK_RETURN_IF_ERROR(gemma3::plan_layer(c, t, handle->device_info, handle->overrides, &plan));
-  *description = detail::format_overrides(plan.chosen);
-  return Status::Ok();
+  return plan_description(handle, c, t, false, description);
+}
+
+Status gemma3_attention_plan_cached(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
+                                    const KvCache& cache, std::string* description) {
+  GK_RETURN_IF_ERROR(gemma3_attention_check_cached(c, t, cache));
+  return plan_description(handle, c, t, true, description);
 }
 
 namespace {
@@ -403,7 +418,7 @@ Status forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3A
   bool capturing = false;
   GK_RETURN_IF_ERROR(detail::stream_capturing(kOp, stream, &capturing));
   gemma3::LayerPlan plan;
-  GK_RETURN_IF_ERROR(gemma3::plan_layer(c, t, handle->device_info, handle->overrides, &plan, capturing));
+  GK_RETURN_IF_ERROR(gemma3::plan_layer(c, t, handle->device_info, handle->overrides, &plan, capturing, cache != nullptr));
   const gemma3::LayerBuffers ws = gemma3::carve_layer(c, workspace);
   const int64_t D = c.head_dim;
   const uint64_t o_weight_bytes = uint64_t(c.hidden) * uint64_t(c.num_q_heads * D) * sizeof(bf16) / 16 * 16;

@@ -20,7 +20,8 @@ constexpr int64_t kSplitkMaxRows = 128;
 // The few-row kernel (both projections) up to one m16 tile, where the steps are their weight streams (perf log v32).
 constexpr int64_t kSkinnyMaxRows = kSkinnyProjMaxRows;
 // W_o into L2 ahead of the O projection only at a single row tile, where that projection streams its weights;
-// with more rows it is compute-bound and the prefetch only slowed the attention (v12).
+// with more rows it is compute-bound and the prefetch only slowed the attention (v12). Not with a cache: there the
+// attention streams the cache, and the prefetch took DRAM from it for less than it saved the O projection (v48).
 constexpr int64_t kPrefetchMaxRows = 128;
 // A strided-batch GEMM's weight distance must fit what cuBLASLt's batch stride takes.
 constexpr uintptr_t kMaxBatchDistance = uintptr_t(1) << 40;
@@ -90,13 +91,12 @@ void plan_o_projection(const SkinnyProjOperands& o, const detail::DeviceInfo& de
   plan->chosen.o_proj = static_cast<int8_t>(plan->o_proj);
 }
 
-bool attend_prefetches_o(const Gemma3AttentionConfig& c, const detail::Overrides& ov) {
-  if (ov.o_prefetch == detail::kAuto) return c.batch * c.seq_len <= kPrefetchMaxRows;
-  return ov.o_prefetch != static_cast<int8_t>(OPrefetch::kNone);
+bool attend_prefetches_o(const detail::Overrides& ov) {
+  return ov.o_prefetch != detail::kAuto && ov.o_prefetch != static_cast<int8_t>(OPrefetch::kNone);
 }
 
 Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t, const detail::DeviceInfo& dev,
-                  const detail::Overrides& ov, LayerPlan* plan, bool capturing) {
+                  const detail::Overrides& ov, LayerPlan* plan, bool capturing, bool cached) {
   LayerPlan p;
   // Sizes and alignment only: any 256-byte aligned base gives the workspace's alignment.
   const LayerBuffers ws = carve_layer(c, reinterpret_cast<void*>(detail::WorkspaceCarver::kAlign));
@@ -104,7 +104,7 @@ Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& 
   const int64_t rows = c.batch * c.seq_len, D = c.head_dim;
   const bool splitk = p.qkv == QkvKernel::kSplitk;
   if (ov.o_prefetch == detail::kAuto) {
-    p.o_prefetch = rows > kPrefetchMaxRows ? OPrefetch::kNone
+    p.o_prefetch = rows > kPrefetchMaxRows || cached ? OPrefetch::kNone
                                            : (splitk ? OPrefetch::kProjection : OPrefetch::kAttention);
   } else {
     p.o_prefetch = static_cast<OPrefetch>(ov.o_prefetch);

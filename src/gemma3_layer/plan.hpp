@@ -50,12 +50,13 @@ void plan_qkv_step(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors&
 // The O projection's part of a plan alone (o_proj, o_skinny and its choice), for its operands (o_proj_operands).
 void plan_o_projection(const SkinnyProjOperands& o, const detail::DeviceInfo& dev, const detail::Overrides& ov,
                        LayerPlan* plan);
-// gk_gemma3_attend: whether its attention asks L2 for W_o ahead of the O projection (the layer's rule; a pin of
-// either asker means this one).
-bool attend_prefetches_o(const Gemma3AttentionConfig& c, const detail::Overrides& ov);
+// gk_gemma3_attend: whether its attention asks L2 for W_o ahead of the O projection (never by default: it reads a
+// cache, as the layer's cached calls do; a pin of either asker means this one).
+GK_INTERNAL_API bool attend_prefetches_o(const detail::Overrides& ov);
 // `capturing`: the stream is capturing a CUDA graph (the launches then go into the caller's graph one by one).
+// `cached`: a call with a key/value cache (its attention reads the cache; see kPrefetchMaxRows).
 GK_INTERNAL_API Status plan_layer(const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
                                   const detail::DeviceInfo& dev, const detail::Overrides& ov, LayerPlan* plan,
-                                  bool capturing = false);
+                                  bool capturing = false, bool cached = false);
 
 }  // namespace gk::gemma3

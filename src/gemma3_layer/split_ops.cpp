@@ -110,7 +110,7 @@ Status gemma3_attend_forward(gk_handle_t handle, const Gemma3AttentionConfig& c,
   ap.q_batch_stride = Hq * S * D;
   gemma3::use_cache(c, cache, &ap);
   ap.decode_partial = ws.decode_partial;
-  if (gemma3::attend_prefetches_o(c, handle->overrides)) {
+  if (gemma3::attend_prefetches_o(handle->overrides)) {
     ap.l2_prefetch = t.o_proj_weight.data;
     ap.l2_prefetch_bytes = uint64_t(c.hidden) * uint64_t(Hq * D) * sizeof(bf16) / 16 * 16;
   }

@@ -296,7 +296,7 @@ void run_decode(cudaStream_t stream, gk_handle_t handle, uint64_t seed, int64_t 
   gk_gemma3_attention_config c{B, S, hidden, Hq, Hkv, D, softcap, 1e-6f, 1.f, 0.f, GK_MASK_CAUSAL, window};
   const gk_gemma3_attention_tensors t =
       layer_tensors(c, {d_hs.p, d_cos.p, d_sin.p, d_wq.p, d_wk.p, d_wv.p, d_wo.p, d_qn.p, d_kn.p, d_out.p});
-  gk_kv_cache cache = kv_cache(c, d_k.p, d_v.p, d_lens.p, max_len, 4097);
+  gk_kv_cache cache = kv_cache(c, d_k.p, d_v.p, d_lens.p, max_len, longest);
   // Left padding: sequence 0's first 5 keys (past its new tokens where S < 5: its queries then see nothing), 1's
   // one cached key, 2's first 2000.
   const std::vector<int64_t> starts = {5, 1, 2000};

@@ -63,9 +63,9 @@ struct FakeLayer {
     t.q_norm_weight.data = at(base + (uintptr_t(4) << 26));
     t.k_norm_weight.data = at(base + (uintptr_t(4) << 26) + 256);
   }
-  gk::gemma3::LayerPlan plan(const Overrides& ov = Overrides(), bool capturing = false) const {
+  gk::gemma3::LayerPlan plan(const Overrides& ov = Overrides(), bool capturing = false, bool cached = false) const {
     gk::gemma3::LayerPlan p;
-    EXPECT_TRUE(gk::gemma3::plan_layer(c, t, hopper(), ov, &p, capturing).ok());
+    EXPECT_TRUE(gk::gemma3::plan_layer(c, t, hopper(), ov, &p, capturing, cached).ok());
     return p;
   }
 };
@@ -155,6 +155,21 @@ TEST(LayerPlanner, PinsApplyWhereTheirKernelRuns) {
   // o_prefetch=projection asks the split-K kernel, which does not run at 8192 rows: nobody prefetches.
   EXPECT_EQ(large.plan(pins("o_prefetch=projection")).o_prefetch, gk::gemma3::OPrefetch::kNone);
   EXPECT_EQ(large.plan(pins("o_prefetch=attention")).o_prefetch, gk::gemma3::OPrefetch::kAttention);
+}
+
+// With a cache the attention streams it, and W_o's prefetch is off by default at every row count (v48); a pin
+// still asks, and gemma3_attend follows the same rule.
+TEST(LayerPlanner, CachedCallsDoNotPrefetchTheOWeights) {
+  using gk::gemma3::OPrefetch;
+  for (const int64_t b : {1, 8, 64}) {
+    const FakeLayer f(b, 1);
+    EXPECT_NE(f.plan().o_prefetch, OPrefetch::kNone) << b;  // without a cache, one row tile: prefetched
+    EXPECT_EQ(f.plan(Overrides(), false, true).o_prefetch, OPrefetch::kNone) << b;
+    EXPECT_EQ(f.plan(pins("o_prefetch=attention"), false, true).o_prefetch, OPrefetch::kAttention) << b;
+  }
+  EXPECT_FALSE(gk::gemma3::attend_prefetches_o(Overrides()));
+  EXPECT_TRUE(gk::gemma3::attend_prefetches_o(pins("o_prefetch=attention")));
+  EXPECT_FALSE(gk::gemma3::attend_prefetches_o(pins("o_prefetch=off")));
 }
 
 TEST(LayerPlanner, FewRowsTakeTheFewRowKernel) {

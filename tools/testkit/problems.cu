@@ -458,11 +458,13 @@ std::array<Judgement, 3> AudioProblem::judge(double atol, double rtol, cudaStrea
 namespace {
 
 gk::Status plan_of(gk_handle_t h, const Gemma3Problem& p, std::string* out) {
-  const gk::Status s = gk::gemma3_attention_plan(h, p.config(), p.tensors(), out);
-  // The plan query covers calls without a cache; a cached call's attention is the decode kernel (up to 16 new
-  // tokens) or the sm80 kernel's cached form.
-  if (s.ok() && p.cached() > 0) {
-    *out += p.config().seq_len <= 16 ? " (cached call: decode kernel)" : " (cached call: sm80 cached form)";
+  if (p.cached() == 0) return gk::gemma3_attention_plan(h, p.config(), p.tensors(), out);
+  const gk_kv_cache cache = p.cache();
+  const gk::Status s = gk::gemma3_attention_plan_cached(h, p.config(), p.tensors(), cache, out);
+  // A cached call's attention kernel is chosen from the device's lengths: the decode kernel up to 16 new tokens,
+  // otherwise a prefill kernel's cached form.
+  if (s.ok()) {
+    *out += p.config().seq_len <= 16 ? " (cached call: decode kernel)" : " (cached call: a prefill kernel's cached form)";
   }
   return s;
 }
