@@ -51,6 +51,9 @@ struct AttnArgs {
   int64_t kv_len;
   const int64_t* keys;
   const int64_t* p0;
+  // Optional with a cache: per sequence, the first key any query sees (a left-padded sequence's pad tokens before
+  // it are hidden outright; a query that then sees no key gives zeros). Null: 0.
+  const int64_t* first;
   const bf16* mask;
   bf16* attn;  // [B,S,Hq*D]
   int64_t S, D, Hq, group;
@@ -81,6 +84,14 @@ __global__ void attention_row_kernel(const AttnArgs a) {
   const int64_t h = (blockIdx.x / a.S) % a.Hq;
   const int64_t b = blockIdx.x / (a.S * a.Hq);
   const int64_t keys = a.keys ? a.keys[b] : a.S, pos = (a.p0 ? a.p0[b] : 0) + i;
+  const int64_t first = a.first ? min(max(a.first[b], int64_t(0)), keys) : 0;
+  // A query that sees no key at all (a pad token's own, before `first`: causal keys end at its position) gives zeros.
+  if (a.mask_mode == 0 ? first > pos : first >= keys) {
+    for (int64_t e = threadIdx.x; e < a.D; e += blockDim.x) {
+      a.attn[((b * a.S + i) * a.Hq + h) * a.D + e] = __float2bfloat16_rn(0.f);
+    }
+    return;
+  }
   float* scores = smem;       // [keys]
   float* red = smem + keys;   // [32]
   const int64_t Hkv = a.Hq / a.group, kvh = h / a.group;
@@ -90,6 +101,10 @@ __global__ void attention_row_kernel(const AttnArgs a) {
   const float lowest_bf16 = -3.3895313892515355e38f;
 
   for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) {
+    if (j < first) {  // hidden outright: no part in the softmax
+      scores[j] = -INFINITY;
+      continue;
+    }
     // 16-byte loads of the key row (D % 8 == 0 is required by the caller); products summed in dim order.
     float dot = 0.f;
     const uint4* krow = reinterpret_cast<const uint4*>(kb + j * a.D);
@@ -163,7 +178,8 @@ cudaError_t layer(const gk_ref::Gemma3Dims& d, const Gemma3DeviceInputs& in, con
   const int64_t rows = B * S;
   bf16* buf = nullptr;
   const int64_t proj_elems = rows * (Hq + 2 * Hkv) * D;
-  const int64_t total = 2 * proj_elems + rows * Hq * D + (cached ? 8 * B : 0);  // + lens and key counts: 2B int64
+  // + lens, key counts and first keys: 3B int64
+  const int64_t total = 2 * proj_elems + rows * Hq * D + (cached ? 12 * B : 0);
   cudaError_t err = cudaMallocAsync(&buf, size_t(total) * sizeof(bf16), stream);
   if (err != cudaSuccess) return err;
   bf16* pq = buf;
@@ -175,6 +191,7 @@ cudaError_t layer(const gk_ref::Gemma3Dims& d, const Gemma3DeviceInputs& in, con
   bf16* attn = buf + 2 * proj_elems;
   int64_t* dev_lens = reinterpret_cast<int64_t*>(attn + rows * Hq * D);  // 8-byte aligned: D is a multiple of 8
   int64_t* dev_keys = dev_lens + B;
+  int64_t* dev_first = dev_keys + B;
 
   auto step = [&](cudaError_t e) {
     if (err == cudaSuccess) err = e;
@@ -202,6 +219,10 @@ cudaError_t layer(const gk_ref::Gemma3Dims& d, const Gemma3DeviceInputs& in, con
     for (auto& k : keys) k += S;
     step(cudaMemcpyAsync(dev_lens, cache.seqlens, size_t(B) * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
     step(cudaMemcpyAsync(dev_keys, keys.data(), size_t(B) * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
+    if (cache.starts != nullptr) {
+      step(cudaMemcpyAsync(dev_first, cache.starts, size_t(B) * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
+      a.first = dev_first;
+    }
     step(cudaStreamSynchronize(stream));  // `keys` is a host temporary
     const int64_t n = B * Hkv * S * D;
     cache_write_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(hk, hv, cache.k, cache.v, B, Hkv, S,

@@ -37,6 +37,7 @@ struct Gemma3DeviceCache {
   __nv_bfloat16* v = nullptr;
   int64_t max_len = 0;
   const int64_t* seqlens = nullptr;
+  const int64_t* starts = nullptr;  // optional, on the host: as gk_ref::Gemma3Cache::starts
 };
 // gk_ref::gemma3_attention_cached on the device (cudaErrorInvalidValue, nothing written, where that one refuses,
 // or past kMaxSeqLen keys).

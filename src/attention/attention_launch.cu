@@ -233,11 +233,11 @@ Status prepare_attention(AttentionParams p, int head_dim, const AttentionPlan& p
   }
   if (p.kv_lens != nullptr &&
       (p.mask_mode == MaskMode::kAdditive ||
-       (plan.kernel == AttentionKernel::kSm90 && (p.mask_mode == MaskMode::kNone || p.kv_starts != nullptr ||
-                                                  plan.tail_rows > 0 || plan.fixed_softmax)))) {
+       (plan.kernel == AttentionKernel::kSm90 &&
+        (p.mask_mode == MaskMode::kNone || plan.tail_rows > 0 || plan.fixed_softmax)))) {
     return detail::error(GK_STATUS_INTERNAL_ERROR,
                          "%s: a key/value cache runs unmasked or causal, and on the sm90 kernel only causal, without "
-                         "left padding, packed tails or the fixed-reference softmax", kOp);
+                         "packed tails or the fixed-reference softmax", kOp);
   }
   if (plan.kernel == AttentionKernel::kDecode) {
     *out = AttentionLaunches{};

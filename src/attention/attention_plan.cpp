@@ -52,7 +52,7 @@ AttentionShape attention_shape(const AttentionParams& p, int head_dim) {
     const bool q_heads = p.q_token_stride == D && p.q_head_stride == int64_t(p.seq_len) * D &&
                          p.q_batch_stride == q_span * p.seq_len && aligned16(p.q) && o_pieces;
     s.q_heads = !q_and_o && q_heads;  // the packed rows' reading where both hold (one head and one token)
-    s.sm90_layout = (q_and_o || q_heads) && p.kv_starts == nullptr &&
+    s.sm90_layout = (q_and_o || q_heads) &&
                     cache(p.k, p.k_token_stride, p.k_head_stride, p.k_batch_stride) &&
                     cache(p.v, p.v_token_stride, p.v_head_stride, p.v_batch_stride);
   } else {

@@ -27,7 +27,7 @@ struct AttentionShape {
   float softcap_out = 0.f;  // cap * log2(e) (AttentionParams::softcap_out)
   // Without a cache: q, k, v are column ranges of one packed buffer the sm90 kernel's tensor map covers. With one:
   // q is the packed buffer's first columns or a head-major [B][Hq][S][D] tensor, and k and v are caches the
-  // kernel's cache maps cover, without left padding (the sm90 kernel's cached form).
+  // kernel's cache maps cover (the sm90 kernel's cached form, left padding included).
   bool sm90_layout = false;
   bool cached = false;       // keys and values come from a key/value cache (AttentionParams::kv_lens)
   bool q_heads = false;      // cached: q is head-major [B][Hq][S][D] (not the packed rows)

@@ -35,7 +35,7 @@ namespace gk::gemma3 {
 // kFixedRef (softcap): the fixed-reference softmax where it applies (FixedRefSoftmax, fixed_softmax.hpp).
 // kCached: the new tokens' queries over a key/value cache (AttentionParams::kv_lens), whose keys and values the
 // producer reads through k_cache_map and v_cache_map (unused otherwise); causal or sliding-window masking, one work
-// tile per head (no packed tails), no left padding (kv_starts).
+// tile per head (no packed tails), left padding (kv_starts) hidden per tile.
 template <bool kSoftcap, MaskMode kMask, bool kFixedRef, class Tr = Sm90Traits, bool kCached = false>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
     attention_sm90_kernel(const __grid_constant__ CUtensorMap qkv_map, const __grid_constant__ CUtensorMap tail_map,

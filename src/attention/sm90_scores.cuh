@@ -143,6 +143,12 @@ struct Sm90TileScores {
       }
       scores_to_logits<kSoftcap, kMask, kNTiles>(acc_s, p, tc.b, mask_rows, rows, n0, lane(), edge, kt.mask,
                                                  nullptr, false, kCached ? key_len : -1);
+      if constexpr (kCached) {
+        // A left-padded sequence's keys before its first real one (AttentionParams::kv_starts) are hidden; a pad
+        // row then sees nothing, and RowSoftmax gives it zeros.
+        const int key_start = p.kv_starts != nullptr ? max(0, min(p.kv_starts[tc.b], key_len)) : 0;
+        if (n0 < key_start) hide_before<kNTiles>(acc_s, n0 + 2 * (lane() & 3), key_start);
+      }
       softmax.exponentiate(acc_s, alpha, scale);
     }
   }

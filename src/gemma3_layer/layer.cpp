@@ -342,7 +342,7 @@ Status plan_cached_attention(gk_handle_t handle, const AttentionParams& ap, int 
     return Status::Ok();
   }
   // Longer calls: the prefill kernels' cached forms, the sm90 kernel's where it takes the call (causal or a window,
-  // q in the packed rows or head-major, no left padding) and the grid is wide enough, as without a cache.
+  // q in the packed rows or head-major, left padding included) and the grid is wide enough, as without a cache.
   return plan_attention(attention_shape(ap, head_dim), handle->device_info, handle->overrides, plan);
 }
 

@@ -359,7 +359,9 @@ TEST_F(DecodeAttention, ChunkedPrefillOnEveryKernelMatchesTheCpuReference) {
   run_decode(stream(), handle(), next_seed(), 2, 300, 0.f, 0, kD, false, Tail::kNanK);  // masking replaces the scores
   run_decode(stream(), handle(), next_seed(), 2, 300, 0.f, 0, kD, false, Tail::kNanV);  // the V rows' zeroing
   run_decode(stream(), handle(), next_seed(), 2, 1, 0.f, 0, kD, false, Tail::kInf);  // decode over the same tails
-  run_decode(stream(), handle(), next_seed(), 2, 130, 0.f, 0, kD, /*padded=*/true, Tail::kInf);  // left padding: sm80
+  // Left padding (pad keys 5, 1 and 2000; the first sequence's first 5 queries see nothing and give zeros).
+  run_decode(stream(), handle(), next_seed(), 2, 130, 0.f, 0, kD, /*padded=*/true, Tail::kInf);
+  run_decode(stream(), handle(), next_seed(), 2, 300, 50.f, 1024, 256, /*padded=*/true, Tail::kNanV);
   // Keys ending one past a 128-key tile (the diagonal tile's first key is its only real one) and on a tile edge (no
   // rows to zero): 128 + 1 and 128 + 128 new tokens after 0 cached (the first sequence).
   run_decode(stream(), handle(), next_seed(), 2, 129, 0.f, 0, kD, false, Tail::kNanV);

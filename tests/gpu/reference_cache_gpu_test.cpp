@@ -41,9 +41,11 @@ struct DeviceCopy {
 };
 
 // One call of both references on the same inputs and the same starting cache; compares outputs and caches.
+// `starts` (optional): each sequence's first key (left padding).
 void compare_call(int64_t batch, int64_t fresh, const std::vector<int64_t>& lens, int64_t max_len, int64_t window,
                   float softcap, std::vector<float>& cache_k, std::vector<float>& cache_v, Rng& rng,
-                  const std::string& what) {
+                  const std::string& what, const std::vector<int64_t>& starts = {}) {
+  const int64_t* first = starts.empty() ? nullptr : starts.data();
   const auto hs = rng(batch * fresh * kHidden, 1.f), cos = rng(batch * fresh * kD, 0.6f),
              sin = rng(batch * fresh * kD, 0.6f);
   const auto wq = rng(kHq * kD * kHidden, 0.125f), wk = rng(kHkv * kD * kHidden, 0.125f),
@@ -56,13 +58,14 @@ void compare_call(int64_t batch, int64_t fresh, const std::vector<int64_t>& lens
       d_ck(cache_k), d_cv(cache_v), d_out(std::vector<float>(batch * fresh * kHidden, 0.f));
   const gk_ref_gpu::Gemma3DeviceInputs din{d_hs.p, d_cos.p, d_sin.p, nullptr, d_wq.p, d_wk.p, d_wv.p, d_wo.p,
                                            d_qn.p, d_kn.p};
-  ASSERT_EQ(gk_ref_gpu::gemma3_attention_cached(dims, din, {d_ck.p, d_cv.p, max_len, lens.data()}, d_out.p, nullptr),
-            cudaSuccess);
+  ASSERT_EQ(
+      gk_ref_gpu::gemma3_attention_cached(dims, din, {d_ck.p, d_cv.p, max_len, lens.data(), first}, d_out.p, nullptr),
+      cudaSuccess);
   std::vector<float> cpu_out(batch * fresh * kHidden);
   const gk_ref::Gemma3Inputs in{hs.data(), cos.data(), sin.data(), nullptr, wq.data(), wk.data(), wv.data(),
                                 wo.data(), qn.data(), kn.data()};
-  ASSERT_TRUE(gk_ref::gemma3_attention_cached(dims, in, {cache_k.data(), cache_v.data(), max_len, lens.data()},
-                                              cpu_out.data()));
+  ASSERT_TRUE(gk_ref::gemma3_attention_cached(
+      dims, in, {cache_k.data(), cache_v.data(), max_len, lens.data(), first}, cpu_out.data()));
   const auto gpu_out = d_out.read(cpu_out.size());
   const auto j = gk_testkit::judge_host(gpu_out.data(), cpu_out.data(), int64_t(cpu_out.size()), 3e-2, 3e-2);
   EXPECT_TRUE(j.passed(0.999)) << what << ": " << j.summary(0.999);
@@ -90,6 +93,17 @@ TEST_F(ReferenceCache, GpuReferenceMatchesTheCpuOneChunkedAndRagged) {
     lens = {159, 0};  // the cache filled to capacity
     compare_call(2, 1, lens, max_len, window, 0.f, k, v, rng, "decode at capacity");
   }
+}
+
+// Left padding: each sequence's keys before its first are hidden outright, and a query that then sees none (the
+// first sequence's first 10 new tokens, all pad) gives zeros, on both references alike.
+TEST_F(ReferenceCache, GpuReferenceMatchesTheCpuOneLeftPadded) {
+  Rng rng{next_seed()};
+  const int64_t max_len = 160;
+  std::vector<float> k(2 * kHkv * max_len * kD, 0.f), v(k.size(), 0.f);
+  compare_call(2, 70, {0, 0}, max_len, 0, 50.f, k, v, rng, "padded prefill", {10, 3});
+  compare_call(2, 30, {70, 70}, max_len, 40, 0.f, k, v, rng, "padded chunk", {10, 3});
+  compare_call(2, 1, {100, 100}, max_len, 0, 0.f, k, v, rng, "padded decode", {10, 3});
 }
 
 }  // namespace

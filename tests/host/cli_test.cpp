@@ -55,6 +55,12 @@ TEST(Cli, UsageErrorsExitTwoWithAClearMessage) {
   EXPECT_EQ(r.status, 2);
   r = gk("run --rounds 0");
   EXPECT_EQ(r.status, 2);
+  r = gk("run --op gemma3 -b 1 -s 8 --cached 4 --pad 5");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("at most the --cached tokens can be left padding"), std::string::npos) << r.output;
+  r = gk("run --suite 047 --cached 8");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("describe a custom shape"), std::string::npos) << r.output;
   // The models suite: every model's layers are built (none left out); without a GPU the CPU reference computes the
   // 1B model's global and local layers (their windows differ, so do their outputs) and stops at the 4B's size.
   r = gk("run --suite gemma3 --workload 1,1024 --reference cpu --seed 3");
@@ -104,6 +110,10 @@ TEST(Cli, RunsASmallShapeWithOrWithoutAGpu) {
   EXPECT_EQ(r.output.find("NON-FINITE"), std::string::npos) << r.output;
   const auto a = gk("run --op audio -b 1 -s 5 --hidden 128 --heads 2 --precision exact --seed 7");
   EXPECT_EQ(a.status, gpu ? 0 : 3) << a.output;
+  // A chunk after a left-padded cache: each sequence's first 7 keys hidden (both references and the library).
+  const auto c = gk("run --op gemma3 -b 2 -s 40 --cached 50 --pad 7 --hidden 256 --q-heads 4 --kv-heads 2 --seed 7");
+  EXPECT_EQ(c.status, gpu ? 0 : 3) << c.output;
+  EXPECT_EQ(c.output.find("NON-FINITE"), std::string::npos) << c.output;
 }
 
 TEST(Cli, VersionIsTheHeadersAndTheLibrarys) {

@@ -397,8 +397,8 @@ TEST(AttentionPlanner, HeadDim256TakesTheHopperKernelWithItsKeyTiles) {
 
 // A chunk of new tokens over a key/value cache, as the fused layer's cached call lays it out: q the packed rows'
 // first columns, k and v caches [B][Hkv][capacity][D]. The Hopper kernel's cached form takes it (causal or a
-// window) where the grid is wide enough or it is pinned, with one tile per head and the running maximum; left
-// padding, no mask, or caches of another layout go to the sm80-class kernel.
+// window) where the grid is wide enough or it is pinned, with one tile per head and the running maximum, left
+// padding included; no mask, or caches of another layout go to the sm80-class kernel.
 TEST(AttentionPlanner, CachedChunksTakeTheHopperKernelWhereItsLayoutHolds) {
   using gk::gemma3::AttentionKernel;
   using gk::gemma3::MaskMode;
@@ -433,7 +433,7 @@ TEST(AttentionPlanner, CachedChunksTakeTheHopperKernelWhereItsLayoutHolds) {
     }
     auto padded = params(D, 2048, MaskMode::kCausal);
     padded.kv_starts = starts;
-    EXPECT_EQ(plan(padded, D, "attention.kernel=sm90").kernel, AttentionKernel::kSm80) << D;
+    EXPECT_EQ(plan(padded, D, "attention.kernel=sm90").kernel, AttentionKernel::kSm90) << D;  // left padding
     EXPECT_EQ(plan(params(D, 2048, MaskMode::kNone), D, "attention.kernel=sm90").kernel, AttentionKernel::kSm80);
     auto heads = params(D, 2048, MaskMode::kCausal);  // gemma3_attend's head-major query [B][Hq][S][D]
     heads.q_token_stride = D, heads.q_head_stride = int64_t(2048) * D, heads.q_batch_stride = 16 * heads.q_head_stride;

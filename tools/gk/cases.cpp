@@ -95,11 +95,13 @@ Case custom_case(const ShapeOptions& o) {
     c.g.mask_mode = parse_mask(o.mask);
     c.g.sliding_window = o.window;
     c.cached = o.cached;
+    c.pad = o.pad;
     if (c.cached > 0 && c.g.mask_mode == GK_MASK_ADDITIVE) {
       throw UsageError("--cached: a key/value cache takes causal mode (or none), not an additive mask");
     }
+    if (c.pad > c.cached) throw UsageError("--pad: at most the --cached tokens can be left padding");
   } else {
-    if (o.cached > 0) throw UsageError("--cached applies to the gemma3 operator only");
+    if (o.cached > 0 || o.pad > 0) throw UsageError("--cached and --pad apply to the gemma3 operator only");
     c.gemma3 = false;
     c.a = gk_testkit::audio_config(s, shape, parse_precision(o.precision));
     if (o.hidden > 0) c.a.hidden = o.hidden;
@@ -116,7 +118,9 @@ Case custom_case(const ShapeOptions& o) {
 
 std::vector<Case> build(const ShapeOptions& o) {
   if (o.suite.empty()) return {custom_case(o)};
-  if (o.cached > 0) throw UsageError("--cached describes a custom shape (--op gemma3 -b B -s S), not a suite's");
+  if (o.cached > 0 || o.pad > 0) {
+    throw UsageError("--cached and --pad describe a custom shape (--op gemma3 -b B -s S), not a suite's");
+  }
   std::vector<const Suite*> suites;
   if (o.suite == "all") {
     for (const auto& s : gk_testkit::builtin_suites()) suites.push_back(&s);
@@ -171,6 +175,10 @@ void add_shape_options(CLI::App* cmd, ShapeOptions& o) {
   cmd->add_option("--cached", o.cached,
                   "gemma3, custom shape: tokens already in a key/value cache (every sequence) before the S new ones; "
                   "the call writes their k and v after them and attends over both (chunked prefill, decode)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--pad", o.pad,
+                  "gemma3, with --cached: each sequence's first N cached tokens are left padding (cache_starts), "
+                  "hidden from every query")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--weights", o.weights,
                   "gemma3: where the q, k and v weights lie: separate allocations (the suites'), packed-qkv (one "

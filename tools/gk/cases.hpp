@@ -23,6 +23,7 @@ struct ShapeOptions {
   std::string mask = "causal";
   int64_t window = 0;  // gemma3: sliding window (causal mode), 0 = off
   int64_t cached = 0;  // gemma3, custom shape: tokens already in a key/value cache before the S new ones
+  int64_t pad = 0;     // ... of which each sequence's first `pad` are left padding (hidden from every query)
   std::string weights = "separate";  // gemma3: separate | packed-qkv | packed-qvk | v-before-k
   std::string precision = "tf32";
   double atol = -1, rtol = -1;  // -1: the suite workload's tolerance (or the suite's loosest)
@@ -39,10 +40,11 @@ struct Case {
   gk_testkit::WeightLayout weights = gk_testkit::WeightLayout::kSeparate;
   int64_t batch = 0, seq_len = 0;
   int64_t cached = 0;  // gemma3: tokens already in the key/value cache (a decode or chunked-prefill call); 0: none
+  int64_t pad = 0;     // gemma3: each sequence's first `pad` cached tokens are left padding
   std::string tag;  // the workload's own label (e.g. "27B local"), before (B, S)
   std::string label() const {
     return (tag.empty() ? "" : tag + " ") + "B=" + std::to_string(batch) + " S=" + std::to_string(seq_len) +
-           (cached > 0 ? " cached=" + std::to_string(cached) : "");
+           (cached > 0 ? " cached=" + std::to_string(cached) : "") + (pad > 0 ? " pad=" + std::to_string(pad) : "");
   }
 };
 

@@ -60,7 +60,7 @@ gk_testkit::WorkloadResult bench_case(const Case& c, const BenchOptions& o, cons
   // One problem per input set: pointers change from iteration to iteration while timing.
   std::vector<std::unique_ptr<gk_testkit::OperatorProblem>> sets;
   for (int i = 0; i < o.input_sets; ++i) {
-    sets.push_back(c.gemma3 ? gk_testkit::OperatorProblem::make(c.g, c.weights, c.cached)
+    sets.push_back(c.gemma3 ? gk_testkit::OperatorProblem::make(c.g, c.weights, c.cached, c.pad)
                             : gk_testkit::OperatorProblem::make(c.a, o.prepared_weights));
   }
   const gk_testkit::InputOptions inputs;  // the suites' recipe

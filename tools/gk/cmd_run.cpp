@@ -70,8 +70,10 @@ int run_cpu_only(const RunOptions& o, const std::vector<Case>& cases, uint64_t s
         const int64_t max_len = c.cached + c.g.seq_len, n = c.g.batch * c.g.num_kv_heads * max_len * c.g.head_dim;
         auto k = gk_testkit::fill_host(gk_testkit::gemma3_cache_fill(recipe, false), n, true);
         auto v = gk_testkit::fill_host(gk_testkit::gemma3_cache_fill(recipe, true), n, true);
-        const std::vector<int64_t> lens(static_cast<size_t>(c.g.batch), c.cached);
-        gk_ref::gemma3_attention_cached(gk_testkit::ref_dims(c.g), in.view(), {k.data(), v.data(), max_len, lens.data()},
+        const std::vector<int64_t> lens(static_cast<size_t>(c.g.batch), c.cached),
+            starts(static_cast<size_t>(c.g.batch), c.pad);
+        gk_ref::gemma3_attention_cached(gk_testkit::ref_dims(c.g), in.view(),
+                                        {k.data(), v.data(), max_len, lens.data(), c.pad > 0 ? starts.data() : nullptr},
                                         out.data());
       } else {
         gk_ref::gemma3_attention(gk_testkit::ref_dims(c.g), in.view(), out.data());
@@ -148,7 +150,7 @@ int run(const RunOptions& o) {
     if (cpu_ref && cpu_reference_macs(c) > 2e10) {
       throw UsageError(run_label(c) + " is too large for the CPU reference; use --reference gpu");
     }
-    auto problem = c.gemma3 ? gk_testkit::OperatorProblem::make(c.g, c.weights, c.cached)
+    auto problem = c.gemma3 ? gk_testkit::OperatorProblem::make(c.g, c.weights, c.cached, c.pad)
                             : gk_testkit::OperatorProblem::make(c.a);
     Row row;
     row.label = run_label(c);

@@ -139,8 +139,9 @@ gk_ref::AudioDims ref_dims(const gk_audio_qkv_config& c) {
 
 // ---------------------------------------------------------------------------------------------------------------
 Gemma3Problem::Gemma3Problem(const gk_gemma3_attention_config& c, int64_t mask_offset, WeightLayout weights,
-                             int64_t cached)
-    : config_(c), mask_offset_(mask_offset), cached_(cached) {
+                             int64_t cached, int64_t pad)
+    : config_(c), mask_offset_(mask_offset), cached_(cached), pad_(pad) {
+  if (pad_ < 0 || pad_ > cached_) throw std::runtime_error("left padding of more tokens than the cache holds");
   const int64_t M = c.batch * c.seq_len, D = c.head_dim;
   hidden_ = alloc<bf16>(M * c.hidden);
   cos_ = alloc<bf16>(M * D);
@@ -178,6 +179,7 @@ Gemma3Problem::Gemma3Problem(const gk_gemma3_attention_config& c, int64_t mask_o
     k_cache_ = alloc<bf16>(cache_elems);
     v_cache_ = alloc<bf16>(cache_elems);
     lens_ = alloc<int>(c.batch);
+    if (pad_ > 0) starts_ = alloc<int>(c.batch);
   }
   size_t ws = 0;
   const gk::Status s = gk::gemma3_attention_workspace_size(c, &ws);
@@ -192,6 +194,7 @@ gk_kv_cache Gemma3Problem::cache() const {
   kv.v_cache = tensor(v_cache_, GK_DTYPE_BF16, {c.batch, c.num_kv_heads, cached_ + c.seq_len, c.head_dim});
   kv.cache_seqlens = tensor(lens_, GK_DTYPE_I32, {c.batch});
   kv.max_cached = cached_;
+  if (pad_ > 0) kv.cache_starts = tensor(starts_, GK_DTYPE_I32, {c.batch});
   return kv;
 }
 
@@ -234,7 +237,12 @@ void Gemma3Problem::generate(const Gemma3Recipe& r, cudaStream_t stream) {
     fill(gemma3_cache_fill(r, true), v_cache_.as<bf16>(), cache_elems, stream);
     const std::vector<int> lens(static_cast<size_t>(c.batch), static_cast<int>(cached_));
     GK_TK_CUDA(cudaMemcpyAsync(lens_.get(), lens.data(), lens.size() * sizeof(int), cudaMemcpyHostToDevice, stream));
-    GK_TK_CUDA(cudaStreamSynchronize(stream));  // `lens` lives on this stack frame
+    const std::vector<int> starts(static_cast<size_t>(c.batch), static_cast<int>(pad_));
+    if (pad_ > 0) {
+      GK_TK_CUDA(cudaMemcpyAsync(starts_.get(), starts.data(), starts.size() * sizeof(int), cudaMemcpyHostToDevice,
+                                 stream));
+    }
+    GK_TK_CUDA(cudaStreamSynchronize(stream));  // `lens` and `starts` live on this stack frame
   }
 }
 
@@ -265,8 +273,9 @@ void Gemma3Problem::run_gpu_reference(cudaStream_t stream, bool fp32_scores) {
   if (cached_ > 0) {
     // The reference writes its own new k and v into the same slots, before it reads them; so does the next call.
     const std::vector<int64_t> lens(static_cast<size_t>(config_.batch), cached_);
+    const std::vector<int64_t> starts(static_cast<size_t>(config_.batch), pad_);
     const gk_ref_gpu::Gemma3DeviceCache cache{k_cache_.as<bf16>(), v_cache_.as<bf16>(), cached_ + config_.seq_len,
-                                              lens.data()};
+                                              lens.data(), pad_ > 0 ? starts.data() : nullptr};
     GK_TK_CUDA(gk_ref_gpu::gemma3_attention_cached(d, in, cache, ref_.as<bf16>(), stream));
     GK_TK_CUDA(cudaStreamSynchronize(stream));  // `lens` lives on this stack frame
     return;
@@ -306,8 +315,10 @@ void Gemma3Problem::run_cpu_reference(cudaStream_t stream, bool fp32_scores) {
   if (cached_ > 0) {  // on a host copy of the cache (the reference writes the new tokens' k and v into it)
     const int64_t cache_elems = c.batch * c.num_kv_heads * (cached_ + c.seq_len) * D;
     auto kc = download(k_cache_, cache_elems, stream), vc = download(v_cache_, cache_elems, stream);
-    const std::vector<int64_t> lens(static_cast<size_t>(c.batch), cached_);
-    if (!gk_ref::gemma3_attention_cached(d, in, {kc.data(), vc.data(), cached_ + c.seq_len, lens.data()}, out.data())) {
+    const std::vector<int64_t> lens(static_cast<size_t>(c.batch), cached_), starts(static_cast<size_t>(c.batch), pad_);
+    if (!gk_ref::gemma3_attention_cached(
+            d, in, {kc.data(), vc.data(), cached_ + c.seq_len, lens.data(), pad_ > 0 ? starts.data() : nullptr},
+            out.data())) {
       throw std::runtime_error("the CPU reference refused the cached call");
     }
   } else {
@@ -474,8 +485,8 @@ gk::Status plan_of(gk_handle_t h, const AudioProblem& p, std::string* out) {
 
 class Gemma3Operator : public OperatorProblem {
  public:
-  Gemma3Operator(const gk_gemma3_attention_config& c, WeightLayout weights, int64_t cached)
-      : p_(c, 0, weights, cached) {}
+  Gemma3Operator(const gk_gemma3_attention_config& c, WeightLayout weights, int64_t cached, int64_t pad)
+      : p_(c, 0, weights, cached, pad) {}
   gk::Status run_fresh(uint64_t seed, const InputOptions& in, gk_handle_t h, cudaStream_t s) override {
     return p_.run_fresh(gemma3_recipe(seed, in), h, s);
   }
@@ -526,8 +537,8 @@ class AudioOperator : public OperatorProblem {
 }  // namespace
 
 std::unique_ptr<OperatorProblem> OperatorProblem::make(const gk_gemma3_attention_config& c, WeightLayout weights,
-                                                       int64_t cached) {
-  return std::make_unique<Gemma3Operator>(c, weights, cached);
+                                                       int64_t cached, int64_t pad) {
+  return std::make_unique<Gemma3Operator>(c, weights, cached, pad);
 }
 
 std::unique_ptr<OperatorProblem> OperatorProblem::make(const gk_audio_qkv_config& c, bool prepared_weights) {

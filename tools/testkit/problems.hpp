@@ -87,14 +87,16 @@ class Gemma3Problem {
   // not 4-byte aligned, as a sliced tensor can be).
   // cached > 0: a key/value cache of cached + seq_len tokens per sequence holding `cached` random tokens (as a
   // decode step finds it): run() is then the cached call (gk_gemma3_attention_forward_cached), and the references
-  // take the same cache.
+  // take the same cache. pad > 0 (at most cached): each sequence's first `pad` tokens are left padding
+  // (gk_kv_cache::cache_starts), hidden from every query.
   explicit Gemma3Problem(const gk_gemma3_attention_config& config, int64_t mask_offset = 0,
-                         WeightLayout weights = WeightLayout::kSeparate, int64_t cached = 0);
+                         WeightLayout weights = WeightLayout::kSeparate, int64_t cached = 0, int64_t pad = 0);
 
   const gk_gemma3_attention_config& config() const { return config_; }
   gk_gemma3_attention_tensors tensors() const;
   gk_kv_cache cache() const;  // cached > 0 only
   int64_t cached() const { return cached_; }
+  int64_t pad() const { return pad_; }
 
   void generate(const Gemma3Recipe& recipe, cudaStream_t stream);
   void poison_output(cudaStream_t stream);  // NaN everywhere: an unwritten element can never pass
@@ -123,8 +125,10 @@ class Gemma3Problem {
   gk_gemma3_attention_config config_;
   int64_t mask_offset_ = 0;
   int64_t cached_ = 0;
+  int64_t pad_ = 0;
   DeviceBuffer hidden_, cos_, sin_, mask_, wq_, wk_, wv_, wo_, qn_, kn_, out_, ref_, workspace_;
-  DeviceBuffer k_cache_, v_cache_, lens_;  // cached > 0: [B, Hkv, cached + S, D] each, and int32 [B]
+  // cached > 0: [B, Hkv, cached + S, D] each, and int32 [B]; pad > 0: the first keys, int32 [B]
+  DeviceBuffer k_cache_, v_cache_, lens_, starts_;
   // The projection weights: into wq_, wk_, wv_, all three into wq_, or k's and v's into wk_ (WeightLayout).
   __nv_bfloat16 *wq_p_ = nullptr, *wk_p_ = nullptr, *wv_p_ = nullptr;
 };
@@ -184,7 +188,8 @@ class OperatorProblem {
  public:
   virtual ~OperatorProblem() = default;
   static std::unique_ptr<OperatorProblem> make(const gk_gemma3_attention_config& config,
-                                               WeightLayout weights = WeightLayout::kSeparate, int64_t cached = 0);
+                                               WeightLayout weights = WeightLayout::kSeparate, int64_t cached = 0,
+                                               int64_t pad = 0);
   // prepared_weights: each fresh run prepares the weights once (gk_audio_qkv_prepare) and run() takes them.
   static std::unique_ptr<OperatorProblem> make(const gk_audio_qkv_config& config, bool prepared_weights = false);
 
