@@ -218,6 +218,12 @@ TEST(Gemma3Rejects, NullArgumentsAndForwardPreconditions) {
   call.t.sin.data = nullptr;
   EXPECT_EQ(gk_gemma3_attention_forward(nullptr, &call.c, &call.t, ws, need, nullptr), GK_STATUS_INVALID_ARGUMENT);
   EXPECT_STREQ(gk_last_error_message(), "gemma3_attention: sin: data pointer is null");
+  // The cached plan query: a null cache is named, and nothing is written into the buffer.
+  char buf[8] = "unset";
+  EXPECT_EQ(gk_gemma3_attention_plan_cached(nullptr, &call.c, &call.t, nullptr, buf, sizeof(buf)),
+            GK_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(gk_last_error_message(), "gemma3_attention: cache is null");
+  EXPECT_STREQ(buf, "unset");
 }
 
 // --------------------------------------------------------------------------------------------------------------
