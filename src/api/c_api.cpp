@@ -247,11 +247,11 @@ gk_status gk_gemma3_attention_plan(gk_handle_t handle, const gk_gemma3_attention
 gk_status gk_gemma3_attention_plan_cached(gk_handle_t handle, const gk_gemma3_attention_config* config,
                                           const gk_gemma3_attention_tensors* tensors, const gk_kv_cache* cache,
                                           char* buf, size_t len) {
-  if (cache == nullptr) {
-    return guarded("gemma3_attention", [cache] { return null_args("gemma3_attention", {{"cache", cache}}); });
-  }
   const auto plan = [cache](gk_handle_t h, const gk::Gemma3AttentionConfig& c, const gk::Gemma3AttentionTensors& t,
-                            std::string* s) { return gk::gemma3_attention_plan_cached(h, c, t, *cache, s); };
+                            std::string* s) {
+    GK_RETURN_IF_ERROR(null_args("gemma3_attention", {{"cache", cache}}));
+    return gk::gemma3_attention_plan_cached(h, c, t, *cache, s);
+  };
   return plan_entry("gemma3_attention", plan, handle, config, tensors, buf, len);
 }
 

@@ -112,7 +112,9 @@ Status plan_attention(const AttentionShape& s, const detail::DeviceInfo& dev, co
 
 void record_attention_choices(const AttentionPlan& plan, detail::Overrides* chosen) {
   const bool sm90 = plan.kernel == AttentionKernel::kSm90;
-  chosen->attention_kernel = sm90 ? 0 : 1;
+  // The decode kernel has no pin of its own: it is what a cached call of few new tokens runs unless the sm80 kernel
+  // is pinned, so its plan names no attention kernel.
+  chosen->attention_kernel = sm90 ? 0 : plan.kernel == AttentionKernel::kDecode ? detail::kAuto : 1;
   chosen->attention_tail = sm90 ? (plan.tail_rows > 0 ? 0 : 1) : detail::kAuto;
   chosen->attention_store = sm90 ? (plan.o_tma ? 0 : 1) : detail::kAuto;
   chosen->attention_softmax = sm90 ? (plan.fixed_softmax ? 1 : 0) : detail::kAuto;

@@ -383,11 +383,23 @@ Status gemma3_attention_workspace_size(const Gemma3AttentionConfig& config, size
 
 namespace {
 
+// With a cache, the attention's part is planned as forward plans it (plan_cached_attention), not as for a call
+// without one.
 Status plan_description(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
-                        bool cached, std::string* description) {
+                        const KvCache* cache, std::string* description) {
   GK_RETURN_IF_ERROR(detail::check_handle(kOp, handle));
   gemma3::LayerPlan plan;
-  GK_RETURN_IF_ERROR(gemma3::plan_layer(c, t, handle->device_info, handle->overrides, &plan, false, cached));
+  GK_RETURN_IF_ERROR(
+      gemma3::plan_layer(c, t, handle->device_info, handle->overrides, &plan, false, cache != nullptr));
+  if (cache != nullptr) {
+    // Sizes and alignment only, as plan_layer carves it.
+    const gemma3::LayerBuffers ws = gemma3::carve_layer(c, reinterpret_cast<void*>(detail::WorkspaceCarver::kAlign));
+    gemma3::AttentionParams ap = gemma3::attention_params(c, t, ws, plan.v_first);
+    gemma3::use_cache(c, *cache, &ap);
+    GK_RETURN_IF_ERROR(gemma3::plan_cached_attention(handle, ap, static_cast<int>(c.head_dim),
+                                                     cache->max_cached + c.seq_len, &plan.attention));
+    gemma3::record_attention_choices(plan.attention, &plan.chosen);
+  }
   *description = detail::format_overrides(plan.chosen);
   return Status::Ok();
 }
@@ -397,13 +409,13 @@ Status plan_description(gk_handle_t handle, const Gemma3AttentionConfig& c, cons
 Status gemma3_attention_plan(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
                              std::string* description) {
   GK_RETURN_IF_ERROR(gemma3_attention_check(c, t));
-  return plan_description(handle, c, t, false, description);
+  return plan_description(handle, c, t, nullptr, description);
 }
 
 Status gemma3_attention_plan_cached(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3AttentionTensors& t,
                                     const KvCache& cache, std::string* description) {
   GK_RETURN_IF_ERROR(gemma3_attention_check_cached(c, t, cache));
-  return plan_description(handle, c, t, true, description);
+  return plan_description(handle, c, t, &cache, description);
 }
 
 namespace {
@@ -418,7 +430,8 @@ Status forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3A
   bool capturing = false;
   GK_RETURN_IF_ERROR(detail::stream_capturing(kOp, stream, &capturing));
   gemma3::LayerPlan plan;
-  GK_RETURN_IF_ERROR(gemma3::plan_layer(c, t, handle->device_info, handle->overrides, &plan, capturing, cache != nullptr));
+  GK_RETURN_IF_ERROR(
+      gemma3::plan_layer(c, t, handle->device_info, handle->overrides, &plan, capturing, cache != nullptr));
   const gemma3::LayerBuffers ws = gemma3::carve_layer(c, workspace);
   const int64_t D = c.head_dim;
   const uint64_t o_weight_bytes = uint64_t(c.hidden) * uint64_t(c.num_q_heads * D) * sizeof(bf16) / 16 * 16;

@@ -167,6 +167,14 @@ TEST(LayerPlanner, CachedCallsDoNotPrefetchTheOWeights) {
     EXPECT_EQ(f.plan(Overrides(), false, true).o_prefetch, OPrefetch::kNone) << b;
     EXPECT_EQ(f.plan(pins("o_prefetch=attention"), false, true).o_prefetch, OPrefetch::kAttention) << b;
   }
+  // A decode plan names no attention kernel: attention.kernel=sm80 would pin the sm80 kernel's cached form instead.
+  gk::gemma3::LayerPlan decode = FakeLayer(1, 1).plan(Overrides(), false, true);
+  decode.attention = gk::gemma3::AttentionPlan{};
+  decode.attention.kernel = gk::gemma3::AttentionKernel::kDecode;
+  gk::gemma3::record_attention_choices(decode.attention, &decode.chosen);
+  const std::string text = gk::detail::format_overrides(decode.chosen);
+  EXPECT_EQ(text.find("attention."), std::string::npos) << text;
+  EXPECT_NE(text.find("o_prefetch=off"), std::string::npos) << text;
   EXPECT_FALSE(gk::gemma3::attend_prefetches_o(Overrides()));
   EXPECT_TRUE(gk::gemma3::attend_prefetches_o(pins("o_prefetch=attention")));
   EXPECT_FALSE(gk::gemma3::attend_prefetches_o(pins("o_prefetch=off")));
