@@ -156,7 +156,9 @@ struct Sm90Producer {
         // its slot: held in the producer's 24 registers across the loop, it would spill.
         if (nb == max(0, tc.n_blocks - 2)) {
           TileCoord nc;
-          if (read_tile<kMask, kCached>(sm.tile_slot(local + 1), p, &nc) < p.num_tiles) prefetch_q(qkv_map, p, nc, cols);
+          if (read_tile<kMask, kCached>(sm.tile_slot(local + 1), p, &nc) < p.num_tiles) {
+            prefetch_q(qkv_map, p, nc, cols);
+          }
         }
       }
     }

@@ -30,6 +30,14 @@ Result gk(const std::string& args) {
   return r;
 }
 
+// A usage error: exit status 2, and the message where one is given. Returns the run for further checks.
+Result usage_error(const std::string& args, const std::string& message = "") {
+  const Result r = gk(args);
+  EXPECT_EQ(r.status, 2) << args;
+  if (!message.empty()) EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
+  return r;
+}
+
 TEST(Cli, HelpAndInfo) {
   const auto help = gk("--help");
   EXPECT_EQ(help.status, 0);
@@ -42,28 +50,16 @@ TEST(Cli, HelpAndInfo) {
 }
 
 TEST(Cli, UsageErrorsExitTwoWithAClearMessage) {
-  auto r = gk("run --suite 999");
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("unknown suite '999' (known: 047, 054, decode, gemma3)"), std::string::npos) << r.output;
-  r = gk("run -s 0");
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("seq_len must be >= 1"), std::string::npos) << r.output;
-  r = gk("run --hidden 100");
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("hidden must be a positive multiple of 64"), std::string::npos) << r.output;
-  r = gk("run --op conv");
-  EXPECT_EQ(r.status, 2);
-  r = gk("run --rounds 0");
-  EXPECT_EQ(r.status, 2);
-  r = gk("run --op gemma3 -b 1 -s 8 --cached 4 --pad 5");
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("at most the --cached tokens can be left padding"), std::string::npos) << r.output;
-  r = gk("run --suite 047 --cached 8");
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("describe a custom shape"), std::string::npos) << r.output;
+  usage_error("run --suite 999", "unknown suite '999' (known: 047, 054, decode, gemma3)");
+  usage_error("run -s 0", "seq_len must be >= 1");
+  usage_error("run --hidden 100", "hidden must be a positive multiple of 64");
+  usage_error("run --op conv");
+  usage_error("run --rounds 0");
+  usage_error("run --op gemma3 -b 1 -s 8 --cached 4 --pad 5", "at most the --cached tokens can be left padding");
+  usage_error("run --suite 047 --cached 8", "describe a custom shape");
   // The models suite: every model's layers are built (none left out); without a GPU the CPU reference computes the
   // 1B model's global and local layers (their windows differ, so do their outputs) and stops at the 4B's size.
-  r = gk("run --suite gemma3 --workload 1,1024 --reference cpu --seed 3");
+  const auto r = gk("run --suite gemma3 --workload 1,1024 --reference cpu --seed 3");
   EXPECT_EQ(r.output.find("left out"), std::string::npos) << r.output;
   const auto mean_of = [&](const std::string& label) {
     const size_t at = r.output.find(label + " B=1 S=1024");
@@ -79,24 +75,13 @@ TEST(Cli, UsageErrorsExitTwoWithAClearMessage) {
 }
 
 TEST(Cli, BenchErrors) {
-  auto r = gk("bench --suite 999");
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("unknown suite '999'"), std::string::npos) << r.output;
-  r = gk("bench --op gemma3 -b 2 -s 0");
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("seq_len must be >= 1"), std::string::npos) << r.output;
-  r = gk("bench --suite 047 --workload 3,3");
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("has no workload 3,3"), std::string::npos) << r.output;
-  r = gk("bench --timer stopwatch");
-  EXPECT_EQ(r.status, 2);
-  r = gk("bench --suite 047 --mask none");
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("--mask none would change the suite's workload"), std::string::npos) << r.output;
+  usage_error("bench --suite 999", "unknown suite '999'");
+  usage_error("bench --op gemma3 -b 2 -s 0", "seq_len must be >= 1");
+  usage_error("bench --suite 047 --workload 3,3", "has no workload 3,3");
+  usage_error("bench --timer stopwatch");
+  const Result r = usage_error("bench --suite 047 --mask none", "--mask none would change the suite's workload");
   if (r.output.find("gk bench needs a CUDA GPU") == std::string::npos) return;  // a GPU is present
-  r = gk("bench --suite 054");
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("gk bench needs a CUDA GPU"), std::string::npos) << r.output;
+  usage_error("bench --suite 054", "gk bench needs a CUDA GPU");
 }
 
 TEST(Cli, RunsASmallShapeWithOrWithoutAGpu) {

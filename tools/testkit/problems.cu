@@ -277,7 +277,7 @@ void Gemma3Problem::run_gpu_reference(cudaStream_t stream, bool fp32_scores) {
     const gk_ref_gpu::Gemma3DeviceCache cache{k_cache_.as<bf16>(), v_cache_.as<bf16>(), cached_ + config_.seq_len,
                                               lens.data(), pad_ > 0 ? starts.data() : nullptr};
     GK_TK_CUDA(gk_ref_gpu::gemma3_attention_cached(d, in, cache, ref_.as<bf16>(), stream));
-    GK_TK_CUDA(cudaStreamSynchronize(stream));  // `lens` lives on this stack frame
+    GK_TK_CUDA(cudaStreamSynchronize(stream));  // `lens` and `starts` live on this stack frame
     return;
   }
   GK_TK_CUDA(gk_ref_gpu::gemma3_attention(d, in, ref_.as<bf16>(), stream));
@@ -475,7 +475,8 @@ gk::Status plan_of(gk_handle_t h, const Gemma3Problem& p, std::string* out) {
   // A cached call's attention kernel is chosen from the device's lengths: the decode kernel up to 16 new tokens,
   // otherwise a prefill kernel's cached form.
   if (s.ok()) {
-    *out += p.config().seq_len <= 16 ? " (cached call: decode kernel)" : " (cached call: a prefill kernel's cached form)";
+    *out += p.config().seq_len <= 16 ? " (cached call: decode kernel)"
+                                     : " (cached call: a prefill kernel's cached form)";
   }
   return s;
 }

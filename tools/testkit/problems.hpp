@@ -96,7 +96,6 @@ class Gemma3Problem {
   gk_gemma3_attention_tensors tensors() const;
   gk_kv_cache cache() const;  // cached > 0 only
   int64_t cached() const { return cached_; }
-  int64_t pad() const { return pad_; }
 
   void generate(const Gemma3Recipe& recipe, cudaStream_t stream);
   void poison_output(cudaStream_t stream);  // NaN everywhere: an unwritten element can never pass
