@@ -247,8 +247,8 @@ GK_API gk_status gk_gemma3_attend_forward(gk_handle_t handle, const gk_gemma3_at
 
 GK_API gk_status gk_gemma3_attention_plan(gk_handle_t handle, const gk_gemma3_attention_config* config,
                                           const gk_gemma3_attention_tensors* tensors, char* buf, size_t len);
-/* The same for gk_gemma3_attention_forward_cached with this cache: the projections' and the launch's choices (the
- * attention's kernel follows from the cached lengths on the device). */
+/* The same for gk_gemma3_attention_forward_cached with this cache, its attention planned from the cache's bound on
+ * cached tokens (max_cached). A decode step's kernel has no key of its own: its plan names no attention kernel. */
 GK_API gk_status gk_gemma3_attention_plan_cached(gk_handle_t handle, const gk_gemma3_attention_config* config,
                                                  const gk_gemma3_attention_tensors* tensors, const gk_kv_cache* cache,
                                                  char* buf, size_t len);

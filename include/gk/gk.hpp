@@ -93,9 +93,8 @@ GK_API Status gemma3_attend_forward(gk_handle_t handle, const Gemma3AttentionCon
 // The plan a forward call with these arguments would run, in set_overrides' syntax (gk_gemma3_attention_plan).
 GK_API Status gemma3_attention_plan(gk_handle_t handle, const Gemma3AttentionConfig& config,
                                     const Gemma3AttentionTensors& tensors, std::string* plan);
-// The same for a call with a key/value cache (gemma3_attention_forward_cached; gk_gemma3_attention_plan_cached):
-// the projections' and the launch's choices; the attention's kernel follows from the cached lengths on the device
-// (docs/dispatch.md).
+// The same for a call with a key/value cache (gemma3_attention_forward_cached; gk_gemma3_attention_plan_cached),
+// its attention planned from the cache's bound on cached tokens (docs/dispatch.md).
 GK_API Status gemma3_attention_plan_cached(gk_handle_t handle, const Gemma3AttentionConfig& config,
                                            const Gemma3AttentionTensors& tensors, const KvCache& cache,
                                            std::string* plan);
