@@ -3,12 +3,13 @@
 // share of K; a cluster of CTAs along z splits K and reduces the partial tiles through distributed shared memory
 // (device::splitk), then runs the same head-row epilogue as the 128-row split-K kernel (head_row.cuh).
 //
-// Mainloop: no shared memory and no TMA. Each warp owns kGroups groups of 8 weight rows; lanes 4r..4r+3 read 64
-// contiguous bytes of row r per 32-column chunk (one 16-byte load each, not allocated in L1: the weights are read
-// once), a set of 8 such loads in flight per lane before any arithmetic. The chunk feeds two m16n8k16 MMAs with K
-// permuted: a lane's 8 consecutive values serve the k slots it owns in both MMAs, and the activation fragments are
-// read with the same permutation (a dot product does not depend on the order of its terms' k). The activations
-// (<= 16 rows) are small and every warp reads the same ones: they stay in L1.
+// Mainloop: each warp owns kGroups groups of 8 weight rows; lanes 4r..4r+3 take 64 contiguous bytes of row r per
+// 32-column chunk, a set of 8 such 16-byte pieces per lane. The sets stream through a per-thread cp.async ring of
+// kStages sets (each thread reads back only what it copied, so no barrier), so the next sets' bytes stay in flight
+// while one is multiplied; the weights are issued before the wait on the previous kernel, since they never depend
+// on it. A chunk feeds two m16n8k16 MMAs with K permuted: a lane's 8 consecutive values serve the k slots it owns in
+// both MMAs, and the activation fragments are read with the same permutation (a dot product does not depend on the
+// order of its terms' k). The activations (<= 16 rows) are small and every warp reads the same ones: they stay in L1.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -30,22 +31,25 @@ struct SkinnyProjTraits {
   static constexpr int kRows = 16;                        // one m16 tile of A
   static constexpr int kChunk = 32;                       // K per load of a lane quad
   static constexpr int kGroups = kUnit / (8 * kWarps);    // 8-row weight groups per warp: 2 or 4
-  static constexpr int kChunksPerSet = 8 / kGroups;       // 8 weight loads per lane in flight
+  static constexpr int kChunksPerSet = 8 / kGroups;       // 8 weight pieces per lane and set
+  static constexpr int kPieces = kChunksPerSet * kGroups;
+  static constexpr int kStages = 3;                       // sets in the ring: two in flight while one is used
+  static constexpr int kSetBytes = kPieces * kThreads * 16;
+  static constexpr int kSmemBytes = kStages * kSetBytes;  // the parked partial tile reuses it after the mainloop
   static constexpr int kCols = kUnit / 32;                // epilogue columns per lane
   static constexpr int kPartialStride = kUnit + 4;        // floats per parked row: the pad spreads rows over banks
   static constexpr int kRowsPerWarp = kRows / kWarps;     // epilogue rows of a warp without a split
   static_assert(kUnit == 128 || kUnit == 256, "a unit of 128 or 256 columns");
+  static_assert(kRows * kPartialStride * 4 <= kSmemBytes, "the parked tile fits the drained ring");
 };
 
 namespace skinny_detail {
 
-// 16 bytes read once: not allocated in L1, with a 256-byte L2 fetch (a quad's next chunks follow).
-__device__ __forceinline__ uint4 load_stream(const __nv_bfloat16* p) {
-  uint4 r;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-               : "l"(p));
-  return r;
+// 16 weight bytes into the ring, past L1, with a 256-byte L2 fetch (a quad's next chunks follow); zeros where the
+// chunk is past the CTA's share of K.
+__device__ __forceinline__ void copy_stream(uint32_t dst, const __nv_bfloat16* src, bool live) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(live ? 16 : 0)
+               : "memory");
 }
 
 __device__ __forceinline__ uint32_t word(const uint4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
@@ -58,7 +62,9 @@ __global__ void __launch_bounds__(SkinnyProjTraits<kUnit>::kThreads, 2) skinny_p
   using Tr = SkinnyProjTraits<kUnit>;
   using bf16 = __nv_bfloat16;
   using namespace skinny_detail;
-  __shared__ __align__(16) float parked[Tr::kRows * Tr::kPartialStride];
+  extern __shared__ __align__(16) unsigned char smem[];
+  const uint32_t ring = device::smem_addr(smem) + threadIdx.x * 16;  // this thread's slot of piece 0, stage 0
+  float* const parked = reinterpret_cast<float*>(smem);
 
   // Selects, not p.x[seg]: a dynamic index into the parameter block would copy it to local memory.
   const int tile = blockIdx.x;
@@ -67,14 +73,34 @@ __global__ void __launch_bounds__(SkinnyProjTraits<kUnit>::kThreads, 2) skinny_p
   const int64_t K = int64_t(p.k_chunks) * Tr::kChunk;
   const int c0 = static_cast<int>(int64_t(p.k_chunks) * blockIdx.z / gridDim.z);
   const int c1 = static_cast<int>(int64_t(p.k_chunks) * (blockIdx.z + 1) / gridDim.z);
+  const int sets = (c1 - c0 + Tr::kChunksPerSet - 1) / Tr::kChunksPerSet;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane >> 2, q = lane & 3;
 
-  // A programmatic dependent (the attention after the q|k|v step) may launch now; it waits for this grid's end.
+  // A programmatic dependent may launch now; it waits for this grid's end.
   device::launch_dependents();
-  device::grid_dependency_wait();  // a no-op unless launched programmatically (no launch of the layer's is, today)
 
   const bf16* w = (seg == 0 ? p.w[0] : (seg == 1 ? p.w[1] : p.w[2])) +
                   (int64_t(unit) * kUnit + warp * Tr::kGroups * 8 + g) * K + q * 8;
+  // One commit group per set, empty past the last, so that the waits count evenly.
+  const auto issue_set = [&](int set) {
+    if (set < sets) {
+      const uint32_t slot = ring + (set % Tr::kStages) * Tr::kSetBytes;
+#pragma unroll
+      for (int u = 0; u < Tr::kChunksPerSet; ++u) {
+        const int c = c0 + set * Tr::kChunksPerSet + u;
+#pragma unroll
+        for (int j = 0; j < Tr::kGroups; ++j) {
+          copy_stream(slot + (u * Tr::kGroups + j) * Tr::kThreads * 16, w + j * 8 * K + int64_t(c) * Tr::kChunk,
+                      c < c1);
+        }
+      }
+    }
+    device::cp_async_commit();
+  };
+#pragma unroll
+  for (int s = 0; s < Tr::kStages - 1; ++s) issue_set(s);
+  device::grid_dependency_wait();  // A may be the previous kernel's output (a no-op unless launched programmatically)
+
   const bf16* a_lo = p.a + int64_t(g) * p.a_row_stride + q * 8;  // A rows g and g + 8
   const bf16* a_hi = a_lo + 8 * p.a_row_stride;
   const bool lo_live = g < p.m, hi_live = g + 8 < p.m;
@@ -82,29 +108,47 @@ __global__ void __launch_bounds__(SkinnyProjTraits<kUnit>::kThreads, 2) skinny_p
 #pragma unroll
   for (int j = 0; j < Tr::kGroups; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
+  // A's fragments of a set, read one set ahead of their use: an L2 round trip per set would otherwise be exposed.
   const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-  for (int c = c0; c < c1; c += Tr::kChunksPerSet) {
-    uint4 wv[Tr::kChunksPerSet][Tr::kGroups], lo[Tr::kChunksPerSet], hi[Tr::kChunksPerSet];
+  uint4 lo[Tr::kChunksPerSet], hi[Tr::kChunksPerSet];
+  const auto load_a = [&](int set, uint4 (&l)[Tr::kChunksPerSet], uint4 (&h)[Tr::kChunksPerSet]) {
 #pragma unroll
     for (int u = 0; u < Tr::kChunksPerSet; ++u) {
-      const bool live = c + u < c1;  // uniform per warp
-      const int64_t k = int64_t(c + u) * Tr::kChunk;
-#pragma unroll
-      for (int j = 0; j < Tr::kGroups; ++j) wv[u][j] = live ? load_stream(w + j * 8 * K + k) : zero;
-      lo[u] = live && lo_live ? __ldg(reinterpret_cast<const uint4*>(a_lo + k)) : zero;
-      hi[u] = live && hi_live ? __ldg(reinterpret_cast<const uint4*>(a_hi + k)) : zero;
+      const int c = c0 + set * Tr::kChunksPerSet + u;
+      const bool live = c < c1;  // uniform per warp
+      const int64_t k = int64_t(c) * Tr::kChunk;
+      l[u] = live && lo_live ? __ldg(reinterpret_cast<const uint4*>(a_lo + k)) : zero;
+      h[u] = live && hi_live ? __ldg(reinterpret_cast<const uint4*>(a_hi + k)) : zero;
     }
+  };
+  load_a(0, lo, hi);
+  for (int i = 0; i < sets; ++i) {
+    issue_set(i + Tr::kStages - 1);  // into the stage this thread emptied in the last iteration
+    uint4 next_lo[Tr::kChunksPerSet], next_hi[Tr::kChunksPerSet];
+    load_a(i + 1, next_lo, next_hi);
+    device::cp_async_wait<Tr::kStages - 1>();  // set i has landed (this thread's pieces: its own copies)
+    const uint32_t slot = ring + (i % Tr::kStages) * Tr::kSetBytes;
 #pragma unroll
     for (int u = 0; u < Tr::kChunksPerSet; ++u) {
+      uint4 wv[Tr::kGroups];
+#pragma unroll
+      for (int j = 0; j < Tr::kGroups; ++j) wv[j] = device::ld_shared_v4(slot + (u * Tr::kGroups + j) * Tr::kThreads * 16);
 #pragma unroll
       for (int s = 0; s < 2; ++s) {
         // The lane's values 4s..4s+3 of its chunk are its k slots 2q, 2q+1 (word 2s) and 2q+8, 2q+9 (word 2s+1).
         const uint32_t a[4] = {word(lo[u], 2 * s), word(hi[u], 2 * s), word(lo[u], 2 * s + 1), word(hi[u], 2 * s + 1)};
 #pragma unroll
-        for (int j = 0; j < Tr::kGroups; ++j) device::mma_bf16_16816(acc[j], a, word(wv[u][j], 2 * s), word(wv[u][j], 2 * s + 1));
+        for (int j = 0; j < Tr::kGroups; ++j) device::mma_bf16_16816(acc[j], a, word(wv[j], 2 * s), word(wv[j], 2 * s + 1));
       }
     }
+#pragma unroll
+    for (int u = 0; u < Tr::kChunksPerSet; ++u) {
+      lo[u] = next_lo[u];
+      hi[u] = next_hi[u];
+    }
   }
+  device::cp_async_wait<0>();  // only empty groups remain; then every thread is done with the ring
+  __syncthreads();
 
   // Park the partial tile: the lane holds rows g, g + 8 and columns 2q, 2q + 1 of each of its warp's groups.
 #pragma unroll

@@ -20,11 +20,15 @@ static_assert(SkinnyProjTraits<128>::kRows == kSkinnyProjMaxRows && SkinnyProjTr
 template <int kUnit>
 Status query(detail::DeviceInfo* dev, int index) {
   using Tr = SkinnyProjTraits<kUnit>;
-  GK_RETURN_IF_ERROR(detail::max_active_blocks(kOp, reinterpret_cast<const void*>(skinny_proj_kernel<kUnit, false>),
-                                               Tr::kThreads, 0, &dev->skinny_proj_blocks_per_sm[index]));
+  const auto* plain = reinterpret_cast<const void*>(skinny_proj_kernel<kUnit, false>);
+  const auto* split = reinterpret_cast<const void*>(skinny_proj_kernel<kUnit, true>);
+  GK_RETURN_IF_ERROR(detail::set_smem_opt_in(kOp, plain, Tr::kSmemBytes));
+  GK_RETURN_IF_ERROR(detail::set_smem_opt_in(kOp, split, Tr::kSmemBytes));
+  GK_RETURN_IF_ERROR(
+      detail::max_active_blocks(kOp, plain, Tr::kThreads, Tr::kSmemBytes, &dev->skinny_proj_blocks_per_sm[index]));
   for (int s = 2; s <= detail::kMaxClusterSplit; ++s) {
-    GK_RETURN_IF_ERROR(detail::max_active_clusters(kOp, reinterpret_cast<const void*>(skinny_proj_kernel<kUnit, true>),
-                                                   Tr::kThreads, 0, s, &dev->skinny_proj_clusters[index][s]));
+    GK_RETURN_IF_ERROR(detail::max_active_clusters(kOp, split, Tr::kThreads, Tr::kSmemBytes, s,
+                                                   &dev->skinny_proj_clusters[index][s]));
   }
   return Status::Ok();
 }
@@ -34,9 +38,9 @@ detail::KernelLaunch make_launch(const SkinnyProjParams& p, dim3 grid) {
   using Tr = SkinnyProjTraits<kUnit>;
   const bool split = grid.z > 1;
   return split ? detail::KernelLaunch("few-row projection launch", skinny_proj_kernel<kUnit, true>,
-                                      {grid, Tr::kThreads, 0, /*cluster_z=*/true}, p)
+                                      {grid, Tr::kThreads, Tr::kSmemBytes, /*cluster_z=*/true}, p)
                : detail::KernelLaunch("few-row projection launch", skinny_proj_kernel<kUnit, false>,
-                                      {grid, Tr::kThreads, 0, /*cluster_z=*/false}, p);
+                                      {grid, Tr::kThreads, Tr::kSmemBytes, /*cluster_z=*/false}, p);
 }
 
 }  // namespace
