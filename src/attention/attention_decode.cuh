@@ -66,6 +66,7 @@ __global__ void __launch_bounds__(Tr::kThreads) attention_decode_kernel(const At
   bf16* s_v = s_k + Tr::kStages * Tr::kTileKV;
 
   device::grid_dependency_wait();
+  device::launch_dependents();  // the combine step (or the O projection) may launch: it waits for this grid's end
   const int z = blockIdx.x, rb = blockIdx.y;
   const int b = blockIdx.z / (p.num_q_heads / p.group_size), kvh = blockIdx.z % (p.num_q_heads / p.group_size);
   const int S = p.seq_len;
@@ -253,6 +254,10 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const AttentionPara
   static_assert(kHeadDim % 128 == 0, "whole float4s per lane");
   __shared__ float s_m[kWarps], s_l[kWarps];
   __shared__ float4 s_acc[kWarps][kHeadDim / 4];
+  // Launched programmatically behind the decode kernel: the O projection after it may launch now and stream its
+  // weights, and this step waits here for the decode kernel's partials.
+  device::launch_dependents();
+  device::grid_dependency_wait();
   const int64_t rows = int64_t(p.batch) * p.num_q_heads * p.seq_len;
   const int64_t row = blockIdx.x;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;

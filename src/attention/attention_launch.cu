@@ -222,7 +222,8 @@ Status AttentionLaunches::append(bool programmatic, detail::LaunchList* out) con
     detail::KernelLaunch* slot = out->add();
     if (slot == nullptr) return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: more launches than a list holds", kOp);
     *slot = *l;
-    if (l != &combine) slot->set_programmatic(programmatic);
+    // The combine step always follows the decode kernel: programmatic whatever the first kernel's launch is.
+    slot->set_programmatic(l == &combine || programmatic);
   }
   return Status::Ok();
 }

@@ -52,7 +52,8 @@ Status check_workspace_apart(const char* op, void* workspace, size_t workspace_b
 // ... the cache's tensors, in particular.
 Status check_workspace_apart(const char* op, void* workspace, size_t workspace_bytes, const KvCache& cache);
 
-// out = ws.attn W_o^T, on the kernel the plan's o_proj names.
+// out = ws.attn W_o^T, on the kernel the plan's o_proj names; issued right after the attention's last kernel
+// (the few-row kernel goes programmatically behind it).
 Status run_o_projection(gk_handle_t handle, const Gemma3AttentionConfig& c, const LayerBuffers& ws,
                         const LayerPlan& plan, const void* o_proj_weight, void* out, cudaStream_t stream);
 
