@@ -52,6 +52,15 @@ __device__ __forceinline__ void copy_stream(uint32_t dst, const __nv_bfloat16* s
                : "memory");
 }
 
+// A's 16 bytes: a coherent load (L1-cached: every warp reads the same rows), and volatile so that it stays after the
+// wait on the previous kernel (the compiler hoists __ldg's invariant loads above it).
+__device__ __forceinline__ uint4 load_a(const __nv_bfloat16* p) {
+  uint4 r;
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p)
+               : "memory");
+  return r;
+}
+
 __device__ __forceinline__ uint32_t word(const uint4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
 
 }  // namespace skinny_detail
@@ -111,21 +120,21 @@ __global__ void __launch_bounds__(SkinnyProjTraits<kUnit>::kThreads, 2) skinny_p
   // A's fragments of a set, read one set ahead of their use: an L2 round trip per set would otherwise be exposed.
   const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
   uint4 lo[Tr::kChunksPerSet], hi[Tr::kChunksPerSet];
-  const auto load_a = [&](int set, uint4 (&l)[Tr::kChunksPerSet], uint4 (&h)[Tr::kChunksPerSet]) {
+  const auto load_a_set = [&](int set, uint4 (&l)[Tr::kChunksPerSet], uint4 (&h)[Tr::kChunksPerSet]) {
 #pragma unroll
     for (int u = 0; u < Tr::kChunksPerSet; ++u) {
       const int c = c0 + set * Tr::kChunksPerSet + u;
       const bool live = c < c1;  // uniform per warp
       const int64_t k = int64_t(c) * Tr::kChunk;
-      l[u] = live && lo_live ? __ldg(reinterpret_cast<const uint4*>(a_lo + k)) : zero;
-      h[u] = live && hi_live ? __ldg(reinterpret_cast<const uint4*>(a_hi + k)) : zero;
+      l[u] = live && lo_live ? skinny_detail::load_a(a_lo + k) : zero;
+      h[u] = live && hi_live ? skinny_detail::load_a(a_hi + k) : zero;
     }
   };
-  load_a(0, lo, hi);
+  load_a_set(0, lo, hi);
   for (int i = 0; i < sets; ++i) {
     issue_set(i + Tr::kStages - 1);  // into the stage this thread emptied in the last iteration
     uint4 next_lo[Tr::kChunksPerSet], next_hi[Tr::kChunksPerSet];
-    load_a(i + 1, next_lo, next_hi);
+    load_a_set(i + 1, next_lo, next_hi);
     device::cp_async_wait<Tr::kStages - 1>();  // set i has landed (this thread's pieces: its own copies)
     const uint32_t slot = ring + (i % Tr::kStages) * Tr::kSetBytes;
 #pragma unroll
