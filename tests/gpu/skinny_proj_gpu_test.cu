@@ -33,17 +33,23 @@ std::string name(const Case& c) {
 
 template <int kUnit>
 cudaError_t launch(const SkinnyProjParams& p, int units, int split) {
+  using Tr = gk::gemma3::SkinnyProjTraits<kUnit>;
+  const auto kernel =
+      split > 1 ? gk::gemma3::skinny_proj_kernel<kUnit, true> : gk::gemma3::skinny_proj_kernel<kUnit, false>;
+  // The weight ring is dynamic shared memory past 48 KB: this binary's own instance needs the opt-in.
+  const cudaError_t opt = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes);
+  if (opt != cudaSuccess) return opt;
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(static_cast<unsigned>(units), 1, static_cast<unsigned>(split));
-  cfg.blockDim = dim3(gk::gemma3::SkinnyProjTraits<kUnit>::kThreads);
+  cfg.blockDim = dim3(Tr::kThreads);
+  cfg.dynamicSmemBytes = Tr::kSmemBytes;
   cudaLaunchAttribute cluster{};
   cluster.id = cudaLaunchAttributeClusterDimension;
   cluster.val.clusterDim.x = cluster.val.clusterDim.y = 1;
   cluster.val.clusterDim.z = static_cast<unsigned>(split);
   cfg.attrs = &cluster;
   cfg.numAttrs = split > 1 ? 1 : 0;
-  return split > 1 ? cudaLaunchKernelEx(&cfg, gk::gemma3::skinny_proj_kernel<kUnit, true>, p)
-                   : cudaLaunchKernelEx(&cfg, gk::gemma3::skinny_proj_kernel<kUnit, false>, p);
+  return cudaLaunchKernelEx(&cfg, kernel, p);
 }
 
 // Mismatching output slots of one case (-1: the launch or a copy failed).
