@@ -474,6 +474,7 @@ Status forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3A
     const bool o_skinny = plan.o_proj == gemma3::OProjKernel::kSkinny;
     if (o_skinny) {
       detail::KernelLaunch* o = launches.add();
+      if (o == nullptr) return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: more launches than a list holds", kOp);
       GK_RETURN_IF_ERROR(gemma3::prepare_skinny_proj(
           gemma3::o_proj_operands(c, ws, t.o_proj_weight.data, t.out.data), plan.o_skinny, o));
       // Behind the attention's last kernel, programmatically: its CTAs start streaming W_o while that kernel ends
