@@ -16,15 +16,16 @@ struct AttentionPlan;  // attention_plan.hpp
 // and the tile lists, then the plan's kernel.
 struct AttentionLaunches {
   detail::KernelLaunch classify, list, kernel;
-  detail::KernelLaunch combine;  // the decode kernel's merge of its splits (after the kernel, never early)
+  // The decode kernel's merge of its splits: programmatic behind that kernel, waiting for it before reading.
+  detail::KernelLaunch combine;
   // `programmatic`: the kernel before them in `stream` is the split-K q|k|v kernel or the norm/RoPE pass, which let
   // their dependents launch early (device::launch_dependents); the attention's CTAs then start on the SMs that
   // kernel leaves free, set up, and wait for it (device::grid_dependency_wait) before reading anything. In additive
   // mode the classification and the lists run in between, each programmatic behind the kernel before it (the
   // classification beside the end of the one before: mask_tiles.cu).
   Status issue(const char* op, bool programmatic, cudaStream_t stream) const;
-  // The launches issue() makes, in its order, `programmatic` on all but the combine step, added to `out` (a caller's
-  // list for one graph launch, or issue()'s own).
+  // The launches issue() makes, in its order, `programmatic` on all but the combine step (always programmatic: it
+  // follows the decode kernel), added to `out` (a caller's list for one graph launch, or issue()'s own).
   Status append(bool programmatic, detail::LaunchList* out) const;
 };
 
