@@ -99,8 +99,9 @@ __global__ void __launch_bounds__(SkinnyProjTraits<kUnit>::kThreads, 2) skinny_p
         const int c = c0 + set * Tr::kChunksPerSet + u;
 #pragma unroll
         for (int j = 0; j < Tr::kGroups; ++j) {
-          copy_stream(slot + (u * Tr::kGroups + j) * Tr::kThreads * 16, w + j * 8 * K + int64_t(c) * Tr::kChunk,
-                      c < c1);
+          // A chunk past the CTA's share reads nothing; its address stays on the last live chunk all the same.
+          copy_stream(slot + (u * Tr::kGroups + j) * Tr::kThreads * 16,
+                      w + j * 8 * K + int64_t(min(c, c1 - 1)) * Tr::kChunk, c < c1);
         }
       }
     }
