@@ -204,12 +204,21 @@ Status check_workspace_apart(const char* op, void* workspace, size_t workspace_b
                                 {"cache_seqlens", &cache.cache_seqlens}, {"cache_starts", &cache.cache_starts}});
 }
 
+Status prepare_o_skinny(const Gemma3AttentionConfig& c, const LayerBuffers& ws, const LayerPlan& plan,
+                        const void* o_proj_weight, void* out, detail::KernelLaunch* launch) {
+  if (launch == nullptr) return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: more launches than a list holds", kOp);
+  GK_RETURN_IF_ERROR(prepare_skinny_proj(o_proj_operands(c, ws, o_proj_weight, out), plan.o_skinny, launch));
+  // Behind the attention's last kernel, programmatically: its CTAs start streaming W_o while that kernel ends (the
+  // weights depend on nothing before; it waits for the attention's output before reading it).
+  launch->set_programmatic(true);
+  return Status::Ok();
+}
+
 Status run_o_projection(gk_handle_t handle, const Gemma3AttentionConfig& c, const LayerBuffers& ws,
                         const LayerPlan& plan, const void* o_proj_weight, void* out, cudaStream_t stream) {
   if (plan.o_proj == OProjKernel::kSkinny) {
     detail::KernelLaunch launch;
-    GK_RETURN_IF_ERROR(prepare_skinny_proj(o_proj_operands(c, ws, o_proj_weight, out), plan.o_skinny, &launch));
-    launch.set_programmatic(true);  // it follows the attention's last kernel, as in the fused launch list
+    GK_RETURN_IF_ERROR(prepare_o_skinny(c, ws, plan, o_proj_weight, out, &launch));
     return launch.issue("gemma3_attention: o projection", stream);
   }
   const int64_t rows = c.batch * c.seq_len, width = c.num_q_heads * c.head_dim;
@@ -318,13 +327,7 @@ Status forward(gk_handle_t handle, const Gemma3AttentionConfig& c, const Gemma3A
     GK_RETURN_IF_ERROR(attention.append(/*programmatic=*/cache == nullptr || cache_written, &launches));
     const bool o_skinny = plan.o_proj == gemma3::OProjKernel::kSkinny;
     if (o_skinny) {
-      detail::KernelLaunch* o = launches.add();
-      if (o == nullptr) return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: more launches than a list holds", kOp);
-      GK_RETURN_IF_ERROR(gemma3::prepare_skinny_proj(
-          gemma3::o_proj_operands(c, ws, t.o_proj_weight.data, t.out.data), plan.o_skinny, o));
-      // Behind the attention's last kernel, programmatically: its CTAs start streaming W_o while that kernel ends
-      // (the weights depend on nothing before; it waits for the attention's output before reading it).
-      o->set_programmatic(true);
+      GK_RETURN_IF_ERROR(gemma3::prepare_o_skinny(c, ws, plan, t.o_proj_weight.data, t.out.data, launches.add()));
     }
     // At most 7 of LaunchList's 8.
     GK_RETURN_IF_ERROR(detail::issue_launches(kOp, launches, plan.graph ? &handle->graphs : nullptr, stream));

@@ -52,8 +52,11 @@ Status check_workspace_apart(const char* op, void* workspace, size_t workspace_b
 // ... the cache's tensors, in particular.
 Status check_workspace_apart(const char* op, void* workspace, size_t workspace_bytes, const KvCache& cache);
 
-// out = ws.attn W_o^T, on the kernel the plan's o_proj names; issued right after the attention's last kernel
-// (the few-row kernel goes programmatically behind it).
+// The few-row O projection's launch (plan.o_proj is kSkinny) into `launch` (a list's slot: null when the list is
+// full), programmatic behind the attention's last kernel, which it always follows.
+Status prepare_o_skinny(const Gemma3AttentionConfig& c, const LayerBuffers& ws, const LayerPlan& plan,
+                        const void* o_proj_weight, void* out, detail::KernelLaunch* launch);
+// out = ws.attn W_o^T, on the kernel the plan's o_proj names; issued right after the attention's last kernel.
 Status run_o_projection(gk_handle_t handle, const Gemma3AttentionConfig& c, const LayerBuffers& ws,
                         const LayerPlan& plan, const void* o_proj_weight, void* out, cudaStream_t stream);
 
