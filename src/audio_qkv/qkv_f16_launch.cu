@@ -41,7 +41,8 @@ Status prepare_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan
   const int split = plan.split, terms = f16.terms;
   const int64_t n = int64_t(p.heads) * Tr::kBN, w_rows = 3 * n;
   if (!splitk_supported(p.m, p.k_dim, p.heads) || p.k_dim % Tr::kBK != 0 || (split != 1 && split != 2 && split != 4) ||
-      (p.k_dim / Tr::kBK) % split != 0 || (terms != 1 && terms != 2)) {
+      (p.k_dim / Tr::kBK) % split != 0 || (terms != 1 && terms != 2) ||
+      (plan.f16_heads != 1 && (plan.f16_heads != 2 || terms != 1 || split != 1 || p.heads % 2 != 0))) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: M = %d, hidden %d, K split %d outside the fp16 kernel", kOp,
                          p.m, p.k_dim, split);
   }
@@ -61,14 +62,17 @@ Status prepare_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan
   GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &a_map, kF16, 2, f16.a, a_dims, stride, box));
   GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &w_map, kF16, 2, f16.w, w_dims, stride, box));
   const int64_t m_tiles = (int64_t(p.m) + Tr::kBM - 1) / Tr::kBM;
-  const dim3 grid(static_cast<unsigned>(3 * p.heads), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
+  const dim3 grid(static_cast<unsigned>(3 * p.heads / plan.f16_heads), static_cast<unsigned>(m_tiles),
+                  static_cast<unsigned>(split));
   const char* what = "fp16 QKV kernel launch";
   const auto make = [&](auto kernel, size_t smem) {
-    const int threads = terms == 1 ? QkvF16Traits<1>::kThreads : QkvF16Traits<2>::kThreads;
+    const int threads = terms == 1 ? QkvF16Traits<1>::kThreads : QkvF16Traits<2>::kThreads;  // (kHeads: the same)
     const detail::LaunchShape shape{grid, threads, smem, split > 1, /*programmatic=*/true};
     gemm = detail::KernelLaunch(what, kernel, shape, a_map, w_map, p);
   };
-  if (terms == 1) {
+  if (plan.f16_heads == 2) {
+    make(audio_qkv_f16_kernel<1, false, 2>, QkvF16Traits<1, 2>::kSmemBytes);
+  } else if (terms == 1) {
     split > 1 ? make(audio_qkv_f16_kernel<1, true>, QkvF16Traits<1>::kSmemBytes)
               : make(audio_qkv_f16_kernel<1, false>, QkvF16Traits<1>::kSmemBytes);
   } else {
@@ -82,6 +86,8 @@ Status prepare_f16_kernels(detail::DeviceInfo* dev) {
   const auto opt_in = [](const void* kernel, size_t bytes) { return detail::set_smem_opt_in(kOp, kernel, bytes); };
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<1, false>), QkvF16Traits<1>::kSmemBytes));
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<1, true>), QkvF16Traits<1>::kSmemBytes));
+  GK_RETURN_IF_ERROR(
+      opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<1, false, 2>), QkvF16Traits<1, 2>::kSmemBytes));
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<2, false>), QkvF16Traits<2>::kSmemBytes));
   return opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<2, true>), QkvF16Traits<2>::kSmemBytes);
 }

@@ -11,7 +11,9 @@
 //
 // No rounding warps: warpgroups 0 and 1 consume 64 rows each with wgmma.m64n128k16.f16 straight off the TMA barriers
 // (a K-block is 64 fp16 = 128 bytes, one swizzle row, four k16 steps of 32 bytes: the tf32 kernel's byte layout),
-// warp 8 issues the loads (9 warps; with two terms a whole producer warpgroup, 12). The operand buffers hold the hi rows, then (two terms) the lo rows: activations
+// warp 8 issues the loads (9 warps; with two terms a whole producer warpgroup, 12). kHeads = 2 (one term, no K
+// split): a CTA takes two neighbouring heads of q, k or v, 128 x 256 with wgmma.m64n256k16: each K-block's activation
+// tile then serves two heads, a quarter less L2 traffic a product than one head a CTA. The operand buffers hold the hi rows, then (two terms) the lo rows: activations
 // [terms * M][K], weights [terms * 3 * H * 128][K] (q's rows, k's, v's). The kernel launches as the last pass's
 // programmatic dependent.
 #pragma once
@@ -22,45 +24,49 @@
 #include "audio_qkv/params.hpp"
 #include "audio_qkv/qkv_epilogue.cuh"
 #include "common/device/pipeline.cuh"
+#include "common/device/sm90_gemm_primitives.cuh"
 #include "common/device/sm90_primitives.cuh"
 #include "common/device/splitk_reduce.cuh"
 
 namespace gk::audio {
 
-template <int kTerms_>
+template <int kTerms_, int kHeads_ = 1>
 struct QkvF16Traits {
-  static constexpr int kTerms = kTerms_;
-  static constexpr int kBM = 128, kBN = 128, kBK = 64;  // kBK fp16 = 128 bytes: one swizzle row
+  static constexpr int kTerms = kTerms_, kHeads = kHeads_;
+  static constexpr int kBM = 128, kBN = 128, kBK = 64;  // a head's tile; kBK fp16 = 128 bytes: one swizzle row
   // Two consumer warpgroups and the TMA warp; two terms: a whole producer warpgroup, so that setmaxnreg can give the
   // consumers the registers of three accumulators (kConsumerRegs).
   static constexpr int kThreads = kTerms == 1 ? 128 * 2 + 32 : 128 * 3;
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
   static constexpr uint32_t kTileBytes = kBM * kBK * 2;  // 16 KB (kBN == kBM)
-  static constexpr uint32_t kStageBytes = 2 * kTerms * kTileBytes;  // A hi, W hi (, A lo, W lo)
-  static constexpr int kStages = kTerms == 1 ? 6 : 3;
+  static constexpr uint32_t kStageBytes = (1 + kHeads) * kTerms * kTileBytes;  // A hi, W hi (, A lo, W lo)
+  static constexpr int kStages = kTerms == 2 ? 3 : (kHeads == 1 ? 6 : 4);
   static constexpr int kConsumerWarps = 8;
   static constexpr size_t kSmemBytes = 1024 + size_t(kStages) * kStageBytes + 2 * 8 * kStages;
   static_assert(kTerms == 1 || kTerms == 2, "one or two fp16 terms");
+  static_assert(kHeads == 1 || (kHeads == 2 && kTerms == 1), "two heads a CTA with one term only");
   static_assert(kBM == QkvTile::kRows && kBN == QkvTile::kCols, "the epilogue's tile");
   static_assert(QkvTile::kParkBytes <= size_t(kStages) * kStageBytes, "partials fit in the ring");
 };
 
 // kClusterSplit: K is split over the CTAs of a cluster along z (cluster size = gridDim.z), reduced through DSMEM.
 // a_map: the fp16 activations [kTerms * M, K]; w_map: the weights [kTerms * 3 * H * 128, K] (64-column x 128-row boxes).
-template <int kTerms, bool kClusterSplit>
-__global__ void __launch_bounds__(QkvF16Traits<kTerms>::kThreads, 1)
+// kHeads: heads a CTA (2: no K split; p.heads even).
+template <int kTerms, bool kClusterSplit, int kHeads = 1>
+__global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
     audio_qkv_f16_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap w_map,
                          const QkvGemmParams p) {
-  using Tr = QkvF16Traits<kTerms>;
+  using Tr = QkvF16Traits<kTerms, kHeads>;
+  static_assert(kHeads == 1 || !kClusterSplit, "two heads a CTA without a K split");
   extern __shared__ unsigned char smem_raw[];
   const uint32_t base = device::smem_base_1024(smem_raw), bar = base + Tr::kStages * Tr::kStageBytes;
   const device::Pipeline<Tr::kStages> pipe{bar, bar + 8u * Tr::kStages};
   const auto stage = [&](int s) { return base + s * Tr::kStageBytes; };
-  // Tiles of a stage: A hi, W hi, then A lo, W lo.
+  // Tiles of a stage: A hi, W hi (kHeads head tiles), then A lo, W lo.
   const auto tile = [&](int s, int t) { return stage(s) + t * Tr::kTileBytes; };
 
-  const int n_tile = blockIdx.x;  // which * heads + head
-  const int which = n_tile / p.heads, head = n_tile % p.heads;
+  const int n_tile = blockIdx.x, ctas_per = p.heads / kHeads;  // which * ctas_per + head / kHeads
+  const int which = n_tile / ctas_per, head = n_tile % ctas_per * kHeads;
   const int m0 = blockIdx.y * Tr::kBM;
   const int kb0 = blockIdx.z * p.k_blocks;
   const int lane = threadIdx.x % 32;
@@ -90,6 +96,7 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms>::kThreads, 1)
         const uint32_t full = pipe.producer_acquire(i, Tr::kStageBytes);
         device::tma_load_2d(tile(s, 0), &a_map, full, col, m0);
         device::tma_load_2d(tile(s, 1), &w_map, full, col, w_row0);
+        if constexpr (kHeads == 2) device::tma_load_2d(tile(s, 2), &w_map, full, col, w_row0 + Tr::kBN);
         if constexpr (kTerms == 2) {
           // The lo rows follow the hi rows (the last row tile's rows past M read lo rows: never stored).
           device::tma_load_2d(tile(s, 2), &a_map, full, col, p.m + m0);
@@ -150,6 +157,29 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms>::kThreads, 1)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[j][e] = fmaf(small[j][e], 1.f / 2048.f, acc[j][e]);
     }
+  } else if constexpr (kHeads == 2) {
+    // The two heads' weight tiles lie one after the other: one 256-row K-major operand.
+    float acc2[32][4];
+#pragma unroll
+    for (int j = 0; j < 32; ++j) acc2[j][0] = acc2[j][1] = acc2[j][2] = acc2[j][3] = 0.f;
+    for (int i = 0; i < p.k_blocks; ++i) {
+      const int s = pipe.stage(i);
+      device::mbar_wait(pipe.full(s), pipe.parity(i));
+      device::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < Tr::kBK / 16; ++kk) device::wgmma_m64n256k16_f16_ss(acc2, a(s, 0, kk), b(s, 1, kk), 1);
+      device::wgmma_commit();
+      device::wgmma_wait<1>();
+      device::fence_accumulators(acc2);
+      if (i > 0 && lane == 0) pipe.consumer_release(i - 1);
+    }
+    device::wgmma_wait<0>();
+    device::fence_accumulators(acc2);
+    device::grid_dependency_wait();  // as below
+    store_qkv_tile<false, /*kUnscale=*/true>(reinterpret_cast<float(&)[16][4]>(acc2[0]), p, which, head, m0, wg, base);
+    store_qkv_tile<false, /*kUnscale=*/true>(reinterpret_cast<float(&)[16][4]>(acc2[16]), p, which, head + 1, m0, wg,
+                                             base);
+    return;
   } else {
     for (int i = 0; i < p.k_blocks; ++i) {
       const int s = pipe.stage(i);

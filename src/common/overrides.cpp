@@ -31,6 +31,7 @@ constexpr Key kKeys[] = {
     {"audio.v_weights", &Overrides::audio_v_weights, {"smem", "registers", nullptr}},
     {"audio.activations", &Overrides::audio_activations, {"prepass", "smem", nullptr}},
     {"audio.exact", &Overrides::audio_exact, {"tf32x3", "cublas", "f16", nullptr}},
+    {"audio.f16_tile", &Overrides::audio_f16_tile, {"head", "pair", nullptr}},
     {"launch", &Overrides::launch, {"stream", "graph", nullptr}},
 };
 

@@ -213,7 +213,8 @@ INSTANTIATE_TEST_SUITE_P(Plans, AudioPinned,
                                            "audio.tf32=splitk,audio.v_weights=smem",
                                            "audio.tf32=splitk,audio.activations=smem,audio.exact=tf32x3",
                                            "audio.tf32=f16,audio.exact=f16", "audio.tf32=persistent,audio.exact=tf32x3",
-                                           "audio.tf32=f16,audio.exact=f16,launch=stream"),
+                                           "audio.tf32=f16,audio.exact=f16,launch=stream",
+                                           "audio.tf32=f16,audio.f16_tile=pair"),
                          [](const auto& info) { return "p" + std::to_string(info.index); });
 
 // A call of two kernels (a pass and its GEMM) as one graph launch (launch_graph.hpp) gives the bits of the same two
@@ -266,6 +267,7 @@ INSTANTIATE_TEST_SUITE_P(Passes, AudioLaunchGraph,
                          ::testing::Values(LaunchCase{"audio.tf32=persistent,audio.v_round=pass", GK_PRECISION_TF32},
                                            LaunchCase{"audio.tf32=splitk,audio.activations=prepass", GK_PRECISION_TF32},
                                            LaunchCase{"audio.tf32=f16", GK_PRECISION_TF32},
+                                           LaunchCase{"audio.tf32=f16,audio.f16_tile=pair", GK_PRECISION_TF32},
                                            LaunchCase{"audio.exact=f16", GK_PRECISION_EXACT},
                                            LaunchCase{"audio.exact=tf32x3,audio.activations=prepass",
                                                       GK_PRECISION_EXACT}),

@@ -334,6 +334,31 @@ TEST(AudioPlanner, Fp16PinsTakeTheFp16PathWithinTheBound) {
   }
 }
 
+// audio.f16_tile=pair gives the one-term fp16 kernel two heads a CTA where it has no K split and an even head
+// count, and prints itself there; elsewhere (two terms, a K split, odd heads) the one-head tile stands, unprinted.
+TEST(AudioPlanner, Fp16PairTileOnlyWhereItApplies) {
+  for (const gk_precision prec : {GK_PRECISION_TF32, GK_PRECISION_EXACT}) {
+    for (const int64_t rows : {int64_t(128), int64_t(8192)}) {
+      for (const int64_t heads : {int64_t(8), int64_t(7)}) {
+        const gk_audio_qkv_config c{1, rows, 1024, heads, 128, 1e-6f, prec};
+        gk::audio::AudioPlan p;
+        ASSERT_TRUE(
+            gk::audio::plan_audio(c, hopper(), pins("audio.tf32=f16,audio.exact=f16,audio.f16_tile=pair"), false, 0, &p)
+                .ok());
+        ASSERT_EQ(p.path, gk::audio::AudioPath::kSplitkF16);
+        const bool pair = prec == GK_PRECISION_TF32 && p.split == 1 && heads % 2 == 0;
+        EXPECT_EQ(p.f16_heads, pair ? 2 : 1) << rows << " rows, " << heads << " heads, split " << p.split;
+        const std::string printed = gk::detail::format_overrides(p.chosen);
+        EXPECT_EQ(printed.find("audio.f16_tile=pair") != std::string::npos, pair) << printed;
+      }
+    }
+  }
+  const gk_audio_qkv_config big{1, 8192, 1024, 8, 128, 1e-6f, GK_PRECISION_TF32};
+  gk::audio::AudioPlan p;
+  ASSERT_TRUE(gk::audio::plan_audio(big, hopper(), pins("audio.tf32=f16,audio.f16_tile=pair"), false, 0, &p).ok());
+  EXPECT_EQ(p.f16_heads, 2) << "8192 rows take no K split";
+}
+
 TEST(AudioPlanner, PrintedPlanPinsTheSamePlan) {
   for (const auto& w : gk_testkit::builtin_suite("054").workloads) {
     for (const gk_precision prec : {GK_PRECISION_TF32, GK_PRECISION_EXACT}) {

@@ -1,6 +1,6 @@
 // Hopper (sm_90a) primitives of the persistent head-tiled GEMM (head_gemm_sm90.cuh): TMA loads multicast over a
-// thread-block cluster, mbarrier arrivals on a peer CTA's barrier, and the 64 x 256 wgmma shapes (bf16 with both
-// operands in shared memory; tf32 with A from registers). The accumulator layout is sm90_primitives.cuh's
+// thread-block cluster, mbarrier arrivals on a peer CTA's barrier, and the 64 x 256 wgmma shapes (bf16 or fp16 with
+// both operands in shared memory; tf32 with A from registers). The accumulator layout is sm90_primitives.cuh's
 // m64n128 one over 32 n8 tiles: d[j] = rows (g, g+8) of the warp's 16, columns 8j + 2t, +1.
 #pragma once
 
@@ -74,6 +74,19 @@ __device__ __forceinline__ void wgmma_m64n256k16_ss(float (&d)[32][4], uint64_t 
       ".reg .pred p;\n"
       "setp.ne.b32 p, %130, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " GK_WGMMA_D128 ", %128, %129, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : GK_WGMMA_D128_OPERANDS(d)
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
+// The same in fp16 (fp32 accumulation): the audio fp16 kernel's two-head tile (qkv_f16_splitk_sm90.cuh).
+__device__ __forceinline__ void wgmma_m64n256k16_f16_ss(float (&d)[32][4], uint64_t desc_a, uint64_t desc_b,
+                                                        int accumulate) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " GK_WGMMA_D128 ", %128, %129, p, 1, 1, 0, 0;\n"
       "}\n"
       : GK_WGMMA_D128_OPERANDS(d)
       : "l"(desc_a), "l"(desc_b), "r"(accumulate));
