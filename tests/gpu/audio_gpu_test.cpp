@@ -236,8 +236,9 @@ INSTANTIATE_TEST_SUITE_P(Exact, AudioExactVsFp32, ::testing::ValuesIn(suite_054_
 // tf32 mode must round v's inputs to the nearest tf32 value (SPEC.md: truncation fails the official check on v).
 // Every input is 1 + 0.75 ulp(tf32) times a power of two, so rounding to nearest gives 1 + ulp and truncation 1:
 // v = sum over 1024 terms of x * w = (1 + 2^-10)^2 when rounded, 1 when truncated, (1 + 0.75 * 2^-10)^2 exact.
-// Row counts cover the GEMM kernel classes the suite's shapes select (small split-K, mid, large tiles; 2048: the
-// persistent kernel's stream-K).
+// Row counts cover the GEMM kernel classes the suite's shapes select (small split-K, mid, large tiles; 1024: the
+// persistent kernel; from 2048 the fp16 operands, one head a CTA, and 8192 two; gpu-check pins the persistent
+// kernel too, whose stream-K 2048 rows take).
 struct RoundingCase {
   gk_precision precision;
   int64_t rows;
@@ -273,7 +274,7 @@ TEST_P(AudioRounding, InputsRoundToNearest) {
 std::vector<RoundingCase> rounding_cases() {
   std::vector<RoundingCase> v;
   for (gk_precision p : {GK_PRECISION_TF32, GK_PRECISION_EXACT})
-    for (int64_t rows : {4, 128, 586, 2048, 2164, 8192}) v.push_back({p, rows});
+    for (int64_t rows : {4, 128, 586, 1024, 2048, 2164, 8192}) v.push_back({p, rows});
   return v;
 }
 
@@ -286,12 +287,12 @@ INSTANTIATE_TEST_SUITE_P(Rounding, AudioRounding, ::testing::ValuesIn(rounding_c
 // (head_gemm/weight_prep.cuh; under stream capture a pass rounds them instead, so the replays below also check the
 // two give the same bits); and the rounded copies in the workspace. Whatever the workspace held before, repeated
 // calls, and replays of one captured graph with new inputs in between and an eager call among them, give the eager
-// call's bits; a stale rounded copy or mark would show. On the H200's 66 clusters: 128 and 512 rows take the split
-// kernel (K split over clusters of 4, and none); 2048 rows are 96 units, all in stream-K runs; 3000 rows are 144
-// units (the last row tile ragged), one round of whole units and then stream-K; 4096 rows are 192 units of whole
-// units round-robin; at 3000 and 4096 the eager calls round v's weights in the kernel. (Whether stream-K runs
-// depends on the resident cluster count: on other GPUs these shapes may take whole units only; gpu-check also runs
-// these tests with the persistent kernel pinned and with audio.v_round=kernel.)
+// call's bits; a stale rounded copy or mark would show. By default 128 and 512 rows take the split kernel (K split
+// over clusters of 4, and none) and from 2048 rows the fp16 operands (a pass and its GEMM). gpu-check runs these
+// tests again with the persistent kernel pinned, where on the H200's 66 clusters 2048 rows are 96 units, all in
+// stream-K runs; 3000 rows are 144 units (the last row tile ragged), one round of whole units and then stream-K;
+// 4096 rows are 192 units of whole units round-robin; at 3000 and 4096 the eager calls round v's weights in the
+// kernel (whether stream-K runs depends on the resident cluster count), and with audio.v_round=kernel.
 class AudioCrossCta : public GpuParamTest<int64_t> {};
 
 TEST_P(AudioCrossCta, RepeatsAndReplaysGiveEagerBits) {

@@ -250,8 +250,10 @@ TEST(AudioPlanner, SuiteDispatch) {
     SCOPED_TRACE("M=" + std::to_string(rows));
     const auto p = audio_plan(w.batch, w.seq_len, GK_PRECISION_TF32);
     const int64_t tiles = (rows + 127) / 128 * 24;
-    if (rows >= 6144) {
-      EXPECT_EQ(p.path, AudioPath::kSplitkF16);  // fp16 operands past 6144 rows
+    if (rows >= 2048) {
+      EXPECT_EQ(p.path, AudioPath::kSplitkF16);  // fp16 operands from 2048 rows
+      // Two heads a CTA from 4 waves of one-head tiles: 4096 rows and more in the suite.
+      EXPECT_EQ(p.f16_heads, rows >= 4096 ? 2 : 1);
     } else if (tiles <= 132) {
       EXPECT_EQ(p.path, AudioPath::kSplitkTf32);
       // One launch: the activations rounded in shared memory (v's weights then too: no register rounding).
@@ -259,8 +261,12 @@ TEST(AudioPlanner, SuiteDispatch) {
       EXPECT_FALSE(p.v_registers);
     } else {
       EXPECT_EQ(p.path, AudioPath::kPersistentTf32);
-      // Stream-K where the last round of whole units is at most 0.6 full: M = 2048 and 6184 in the suite.
-      EXPECT_EQ(p.grid.sk.run > 0, rows == 2048 || rows == 6184);
+    }
+    // The persistent kernel (by default at M = 1024 only): stream-K where the last round of whole units is at most
+    // 0.6 full, M = 2048 and 6184 in the suite.
+    if (tiles > 132) {
+      const auto pp = audio_plan(w.batch, w.seq_len, GK_PRECISION_TF32, pins("audio.tf32=persistent"));
+      EXPECT_EQ(pp.grid.sk.run > 0, rows == 2048 || rows == 6184);
     }
     const auto e = audio_plan(w.batch, w.seq_len, GK_PRECISION_EXACT);
     // Two fp16 terms past 128 rows; 3xTF32 (activations by a pass) at (1, 128).
@@ -274,7 +280,7 @@ TEST(AudioPlanner, PinsAndCapture) {
   EXPECT_EQ(audio_plan(1, 128, GK_PRECISION_TF32, pins("audio.tf32=cublas")).path, AudioPath::kCublas);
   EXPECT_EQ(audio_plan(1, 4096, GK_PRECISION_TF32, pins("audio.tf32=splitk")).path, AudioPath::kSplitkTf32);
   EXPECT_EQ(audio_plan(1, 128, GK_PRECISION_TF32, pins("audio.tf32=persistent")).path, AudioPath::kPersistentTf32);
-  EXPECT_EQ(audio_plan(2, 1024, GK_PRECISION_TF32, pins("audio.stream_k=off")).grid.sk.run, 0);
+  EXPECT_EQ(audio_plan(2, 1024, GK_PRECISION_TF32, pins("audio.tf32=persistent,audio.stream_k=off")).grid.sk.run, 0);
   EXPECT_FALSE(audio_plan(1, 128, GK_PRECISION_TF32, pins("audio.activations=smem")).activations_prepass);
   const auto pass = audio_plan(1, 128, GK_PRECISION_TF32, pins("audio.activations=prepass"));
   EXPECT_TRUE(pass.activations_prepass);
