@@ -14,13 +14,13 @@ constexpr int64_t kMaxRowTiles = 65535;  // the split-K kernels' grid.y
 // smaller tiles win below this fill of the last round (v13).
 constexpr double kPersistentMinFill = 0.7;
 // fp16 operands (an operand pass, then the split-K grid: qkv_f16_splitk_sm90.cuh) from these rows on: the tf32 mode
-// only where the fp16 GEMM's saving outgrows the pass's cost over the weights (M = 1024 still 2.5 µs slower, 2048 up
-// 1.5-3.5 faster); the exact mode wherever its three fp16 products beat 3xTF32's six tf32 ones by more than the
-// pass, every suite row but (1, 128) (perf log v37, v38, v50).
+// only where the fp16 GEMM's saving outgrows the pass's cost over the weights, one threshold so the rule stays
+// monotone; the exact mode wherever its three fp16 products beat 3xTF32's six tf32 ones by more than the pass,
+// every suite row but (1, 128) (perf log v37, v38, v50).
 constexpr int64_t kTf32F16MinRows = 2048;
 // The one-term fp16 kernel takes two heads a CTA (128 x 256) from this many waves of one-head tiles: a pair tile
-// costs ~1.9 one-head tiles (a quarter less L2 traffic a product), and with fewer waves the coarser grid's last wave
-// loses more than that (M = 2048 and 2164 slower, 4096 to 8192 faster: v50).
+// costs a little less than two one-head tiles (a quarter less L2 traffic a product), and with fewer waves the
+// coarser grid's last wave loses more than that (v50).
 constexpr int64_t kPairMinWaves = 4;
 constexpr int64_t kExactF16MinRows = 129;
 // v's CTAs round their weights in registers only with a K split (v19).
