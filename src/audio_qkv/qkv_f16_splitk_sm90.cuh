@@ -157,43 +157,39 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[j][e] = fmaf(small[j][e], 1.f / 2048.f, acc[j][e]);
     }
-  } else if constexpr (kHeads == 2) {
-    // The two heads' weight tiles lie one after the other: one 256-row K-major operand.
-    float acc2[32][4];
-#pragma unroll
-    for (int j = 0; j < 32; ++j) acc2[j][0] = acc2[j][1] = acc2[j][2] = acc2[j][3] = 0.f;
-    for (int i = 0; i < p.k_blocks; ++i) {
-      const int s = pipe.stage(i);
-      device::mbar_wait(pipe.full(s), pipe.parity(i));
-      device::wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < Tr::kBK / 16; ++kk) device::wgmma_m64n256k16_f16_ss(acc2, a(s, 0, kk), b(s, 1, kk), 1);
-      device::wgmma_commit();
-      device::wgmma_wait<1>();
-      device::fence_accumulators(acc2);
-      if (i > 0 && lane == 0) pipe.consumer_release(i - 1);
-    }
-    device::wgmma_wait<0>();
-    device::fence_accumulators(acc2);
-    device::grid_dependency_wait();  // as below
-    store_qkv_tile<false, /*kUnscale=*/true>(reinterpret_cast<float(&)[16][4]>(acc2[0]), p, which, head, m0, wg, base);
-    store_qkv_tile<false, /*kUnscale=*/true>(reinterpret_cast<float(&)[16][4]>(acc2[16]), p, which, head + 1, m0, wg,
-                                             base);
-    return;
   } else {
-    for (int i = 0; i < p.k_blocks; ++i) {
-      const int s = pipe.stage(i);
-      device::mbar_wait(pipe.full(s), pipe.parity(i));
-      device::wgmma_fence();
+    // One term: the products straight into the accumulators, one K-block's group in flight, its stage freed once
+    // the next group is issued and the earlier one retired. `mma` is the tile's wgmma over one k16 step.
+    const auto one_term = [&](auto& d, auto mma) {
+      for (int i = 0; i < p.k_blocks; ++i) {
+        const int s = pipe.stage(i);
+        device::mbar_wait(pipe.full(s), pipe.parity(i));
+        device::wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < Tr::kBK / 16; ++kk) device::wgmma_m64n128k16_f16_ss(acc, a(s, 0, kk), b(s, 1, kk), 1);
-      device::wgmma_commit();
-      device::wgmma_wait<1>();
-      device::fence_accumulators(acc);
-      if (i > 0 && lane == 0) pipe.consumer_release(i - 1);
+        for (int kk = 0; kk < Tr::kBK / 16; ++kk) mma(d, a(s, 0, kk), b(s, 1, kk));
+        device::wgmma_commit();
+        device::wgmma_wait<1>();
+        device::fence_accumulators(d);
+        if (i > 0 && lane == 0) pipe.consumer_release(i - 1);
+      }
+      device::wgmma_wait<0>();
+      device::fence_accumulators(d);
+    };
+    if constexpr (kHeads == 2) {
+      // The two heads' weight tiles lie one after the other: one 256-row K-major operand.
+      float acc2[32][4];
+#pragma unroll
+      for (int j = 0; j < 32; ++j) acc2[j][0] = acc2[j][1] = acc2[j][2] = acc2[j][3] = 0.f;
+      one_term(acc2, [](float(&d)[32][4], uint64_t da, uint64_t db) { device::wgmma_m64n256k16_f16_ss(d, da, db, 1); });
+      device::grid_dependency_wait();  // as below
+      store_qkv_tile<false, /*kUnscale=*/true>(reinterpret_cast<float(&)[16][4]>(acc2[0]), p, which, head, m0, wg,
+                                               base);
+      store_qkv_tile<false, /*kUnscale=*/true>(reinterpret_cast<float(&)[16][4]>(acc2[16]), p, which, head + 1, m0,
+                                               wg, base);
+      return;
+    } else {
+      one_term(acc, [](float(&d)[16][4], uint64_t da, uint64_t db) { device::wgmma_m64n128k16_f16_ss(d, da, db, 1); });
     }
-    device::wgmma_wait<0>();
-    device::fence_accumulators(acc);
   }
   // The epilogue reads the passes' exponents with ordinary loads: the grid dependency is this thread's own to wait
   // for (long met by now: the stages it consumed came after the TMA warp's wait).
