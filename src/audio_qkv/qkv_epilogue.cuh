@@ -32,8 +32,8 @@ __device__ __forceinline__ float head_inv_rms_fast(float ss, float eps) { return
 // the odd ones four of j1, swapping one column pair with their neighbour. `row_j0` points at column 0 of group j0.
 // The accumulator layout's own 8-byte stores were most of the epilogue's time. Every lane of the warp must call it
 // (a shuffle); `store` = false only skips the write. `streaming`: as st.global.cs (evict first), which the
-// persistent kernel's outputs, larger than L2, are better off with, and the split-K kernel's not (docs/perf-log.md
-// v14).
+// persistent tf32 kernel's and the fp16 kernel's outputs are better off with, and the split-K tf32 kernel's not
+// (docs/perf-log.md v14, v52).
 template <bool kStreaming = false>
 __device__ __forceinline__ void store_group_pair16(float* row_j0, float2 v0, float2 v1, int t4, bool store) {
   const bool even = (t4 & 1) == 0;
@@ -104,7 +104,8 @@ __device__ __forceinline__ void reduce_store_rows(const QkvGemmParams& p, int wh
 // kernel must meet the two cluster barriers inside (device::splitk::partials_parked, then partials_read).
 // `transposed` (v only: this path applies no norm): the accumulators hold the tile's transpose, rows = the head's
 // 128 columns (64 per warpgroup), columns = the 128 token rows (the tf32 kernel's v path, qkv_tf32_splitk_sm90.cuh).
-template <bool kClusterSplit, bool kUnscale = false>
+// kStreaming: the row-major stores without a K split evict first (store_group_pair16).
+template <bool kClusterSplit, bool kUnscale = false, bool kStreaming = false>
 __device__ __forceinline__ void store_qkv_tile(float (&acc)[16][4], const QkvGemmParams& p, int which, int head,
                                                int m0, int wg, uint32_t park, bool transposed = false) {
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
@@ -195,7 +196,7 @@ __device__ __forceinline__ void store_qkv_tile(float (&acc)[16][4], const QkvGem
             v[jj] = make_float2(v[jj].x * inv[h] * wv.x, v[jj].y * inv[h] * wv.y);
           }
         }
-        store_group_pair16(o + 8 * j0, v[0], v[1], t4, row < p.m);
+        store_group_pair16<kStreaming>(o + 8 * j0, v[0], v[1], t4, row < p.m);
       }
     }
   } else {

@@ -182,10 +182,11 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
       for (int j = 0; j < 32; ++j) acc2[j][0] = acc2[j][1] = acc2[j][2] = acc2[j][3] = 0.f;
       one_term(acc2, [](float(&d)[32][4], uint64_t da, uint64_t db) { device::wgmma_m64n256k16_f16_ss(d, da, db, 1); });
       device::grid_dependency_wait();  // as below
-      store_qkv_tile<false, /*kUnscale=*/true>(reinterpret_cast<float(&)[16][4]>(acc2[0]), p, which, head, m0, wg,
-                                               base);
-      store_qkv_tile<false, /*kUnscale=*/true>(reinterpret_cast<float(&)[16][4]>(acc2[16]), p, which, head + 1, m0,
-                                               wg, base);
+      using Half = float(&)[16][4];
+      store_qkv_tile<false, /*kUnscale=*/true, /*kStreaming=*/true>(reinterpret_cast<Half>(acc2[0]), p, which, head,
+                                                                    m0, wg, base);
+      store_qkv_tile<false, /*kUnscale=*/true, /*kStreaming=*/true>(reinterpret_cast<Half>(acc2[16]), p, which,
+                                                                    head + 1, m0, wg, base);
       return;
     } else {
       one_term(acc, [](float(&d)[16][4], uint64_t da, uint64_t db) { device::wgmma_m64n128k16_f16_ss(d, da, db, 1); });
@@ -194,8 +195,9 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
   // The epilogue reads the passes' exponents with ordinary loads: the grid dependency is this thread's own to wait
   // for (long met by now: the stages it consumed came after the TMA warp's wait).
   device::grid_dependency_wait();
-  // The ring's shared memory is free for the split-K epilogue's partials once every stage is consumed.
-  store_qkv_tile<kClusterSplit, /*kUnscale=*/true>(acc, p, which, head, m0, wg, base);
+  // The ring's shared memory is free for the split-K epilogue's partials once every stage is consumed. Outputs
+  // streamed past L2 (evict first): written once, never read here, and they would evict the operands' lines.
+  store_qkv_tile<kClusterSplit, /*kUnscale=*/true, /*kStreaming=*/true>(acc, p, which, head, m0, wg, base);
 }
 
 }  // namespace gk::audio
