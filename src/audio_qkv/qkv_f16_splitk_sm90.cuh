@@ -112,6 +112,9 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
   }
 
   // ---------------- consumers ----------------
+  // One term: the outputs stream past L2 (evict first), written once and never read here; with two terms that
+  // measured slower (docs/perf-log.md v52).
+  constexpr bool kStream = kTerms == 1;
   if constexpr (kTerms == 2) device::regs_alloc<Tr::kConsumerRegs>();
   const int wg = threadIdx.x / 128;
   float acc[16][4];
@@ -183,10 +186,9 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
       one_term(acc2, [](float(&d)[32][4], uint64_t da, uint64_t db) { device::wgmma_m64n256k16_f16_ss(d, da, db, 1); });
       device::grid_dependency_wait();  // as below
       using Half = float(&)[16][4];
-      store_qkv_tile<false, /*kUnscale=*/true, /*kStreaming=*/true>(reinterpret_cast<Half>(acc2[0]), p, which, head,
-                                                                    m0, wg, base);
-      store_qkv_tile<false, /*kUnscale=*/true, /*kStreaming=*/true>(reinterpret_cast<Half>(acc2[16]), p, which,
-                                                                    head + 1, m0, wg, base);
+      store_qkv_tile<false, /*kUnscale=*/true, kStream>(reinterpret_cast<Half>(acc2[0]), p, which, head, m0, wg, base);
+      store_qkv_tile<false, /*kUnscale=*/true, kStream>(reinterpret_cast<Half>(acc2[16]), p, which, head + 1, m0, wg,
+                                                        base);
       return;
     } else {
       one_term(acc, [](float(&d)[16][4], uint64_t da, uint64_t db) { device::wgmma_m64n128k16_f16_ss(d, da, db, 1); });
@@ -195,9 +197,8 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
   // The epilogue reads the passes' exponents with ordinary loads: the grid dependency is this thread's own to wait
   // for (long met by now: the stages it consumed came after the TMA warp's wait).
   device::grid_dependency_wait();
-  // The ring's shared memory is free for the split-K epilogue's partials once every stage is consumed. Outputs
-  // streamed past L2 (evict first): written once, never read here, and they would evict the operands' lines.
-  store_qkv_tile<kClusterSplit, /*kUnscale=*/true, /*kStreaming=*/true>(acc, p, which, head, m0, wg, base);
+  // The ring's shared memory is free for the split-K epilogue's partials once every stage is consumed.
+  store_qkv_tile<kClusterSplit, /*kUnscale=*/true, kStream>(acc, p, which, head, m0, wg, base);
 }
 
 }  // namespace gk::audio
