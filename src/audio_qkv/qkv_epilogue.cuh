@@ -99,18 +99,29 @@ __device__ __forceinline__ void reduce_store_rows(const QkvGemmParams& p, int wh
   }
 }
 
+// Where the fp16 epilogue reads its per-row and per-column inputs when a kernel has staged them (generic pointers,
+// e.g. into shared memory): the tile's 128 row exponents (row - m0; zero past M), this head's 128 column exponents
+// and its norm weights. Null: from the call's parameters (global memory).
+struct StagedInputs {
+  const int32_t* a_exps = nullptr;
+  const int32_t* w_exps = nullptr;
+  const float* norm_w = nullptr;
+};
+
 // Called by the 256 consumer threads (warpgroups 0 and 1, `wg`) once their accumulators are final. `park`: shared
 // memory the kernel no longer needs (kParkBytes), used only with kClusterSplit. Every other thread of a split
 // kernel must meet the two cluster barriers inside (device::splitk::partials_parked, then partials_read).
 // `transposed` (v only: this path applies no norm): the accumulators hold the tile's transpose, rows = the head's
 // 128 columns (64 per warpgroup), columns = the 128 token rows (the tf32 kernel's v path, qkv_tf32_splitk_sm90.cuh).
-// kStreaming: the row-major stores without a K split evict first (store_group_pair16).
+// kStreaming: the row-major stores without a K split evict first (store_group_pair16). `staged`: see StagedInputs
+// (without a K split).
 template <bool kClusterSplit, bool kUnscale = false, bool kStreaming = false>
 __device__ __forceinline__ void store_qkv_tile(float (&acc)[16][4], const QkvGemmParams& p, int which, int head,
-                                               int m0, int wg, uint32_t park, bool transposed = false) {
+                                               int m0, int wg, uint32_t park, bool transposed = false,
+                                               const StagedInputs& staged = {}) {
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int n_out = p.heads * QkvTile::kCols;
-  const float* norm_w = which == 0 ? p.q_norm : p.k_norm;
+  const float* norm_w = staged.norm_w != nullptr ? staged.norm_w : (which == 0 ? p.q_norm : p.k_norm);
   float* out = which == 0 ? p.q : (which == 1 ? p.k : p.v);
   out += head * QkvTile::kCols;
   const int g = lane >> 2, t4 = lane & 3;
@@ -124,8 +135,13 @@ __device__ __forceinline__ void store_qkv_tile(float (&acc)[16][4], const QkvGem
   const int32_t* w_exps = kUnscale ? p.w_exps + which * n_out + head * QkvTile::kCols : nullptr;
   if constexpr (!kClusterSplit) {
     if constexpr (kUnscale) {  // (never transposed: the fp16 kernel has no transposed tile)
+      if (staged.w_exps != nullptr) w_exps = staged.w_exps;
       const int r0 = m0 + acc_row0;
-      const int ra[2] = {r0 < p.m ? p.a_exps[r0] : 0, r0 + 8 < p.m ? p.a_exps[r0 + 8] : 0};
+      const auto row_exp = [&](int h) {
+        const int r = r0 + 8 * h;
+        return staged.a_exps != nullptr ? staged.a_exps[acc_row0 + 8 * h] : (r < p.m ? p.a_exps[r] : 0);
+      };
+      const int ra[2] = {row_exp(0), row_exp(1)};
       // One multiply an element where all of the thread's exponents allow it (unscale_fast_ok), else ldexp's steps.
       bool fast = unscale_fast_ok(ra[0]) && unscale_fast_ok(ra[1]);
 #pragma unroll

@@ -42,7 +42,9 @@ struct QkvF16Traits {
   static constexpr uint32_t kStageBytes = (1 + kHeads) * kTerms * kTileBytes;  // A hi, W hi (, A lo, W lo)
   static constexpr int kStages = kTerms == 2 ? 3 : (kHeads == 1 ? 6 : 4);
   static constexpr int kConsumerWarps = 8;
-  static constexpr size_t kSmemBytes = 1024 + size_t(kStages) * kStageBytes + 2 * 8 * kStages;
+  // The epilogue's staged inputs (no K split): the row tile's exponents, the heads' column exponents, the norm weights.
+  static constexpr size_t kStagedBytes = 4 * (kBM + kHeads * kBN + kBN);
+  static constexpr size_t kSmemBytes = 1024 + size_t(kStages) * kStageBytes + 2 * 8 * kStages + kStagedBytes;
   static_assert(kTerms == 1 || kTerms == 2, "one or two fp16 terms");
   static_assert(kHeads == 1 || (kHeads == 2 && kTerms == 1), "two heads a CTA with one term only");
   static_assert(kBM == QkvTile::kRows && kBN == QkvTile::kCols, "the epilogue's tile");
@@ -115,6 +117,28 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
   // One term: the outputs stream past L2 (evict first), written once and never read here; with two terms that
   // measured slower (docs/perf-log.md v52).
   constexpr bool kStream = kTerms == 1;
+  // Without a K split the epilogue's per-row and per-column inputs are staged in shared memory first thing, their
+  // loads overlapping the ring's first fill, so that the epilogue waits on no global load (docs/perf-log.md v52).
+  const auto staged_at = [&](uint32_t offset) {
+    return smem_raw + (bar + 16u * Tr::kStages + offset - static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)));
+  };
+  int32_t* const st_a = reinterpret_cast<int32_t*>(staged_at(0));
+  int32_t* const st_w = st_a + Tr::kBM;
+  float* const st_n = reinterpret_cast<float*>(st_w + kHeads * Tr::kBN);
+  if constexpr (!kClusterSplit) {
+    device::grid_dependency_wait();  // the exponents come from the pass
+    const int ct = threadIdx.x, n_out = p.heads * Tr::kBN;  // consumer threads 0..255
+    if (ct < Tr::kBM) {
+      st_a[ct] = m0 + ct < p.m ? p.a_exps[m0 + ct] : 0;
+    } else if (which < 2) {
+      st_n[ct - Tr::kBM] = (which == 0 ? p.q_norm : p.k_norm)[ct - Tr::kBM];
+    }
+    for (int c = ct; c < kHeads * Tr::kBN; c += 256) st_w[c] = p.w_exps[which * n_out + head * Tr::kBN + c];
+    device::named_barrier_sync(2, 256);
+  }
+  const auto staged = [&](int h) {
+    return StagedInputs{st_a, st_w + h * Tr::kBN, which < 2 ? st_n : nullptr};
+  };
   if constexpr (kTerms == 2) device::regs_alloc<Tr::kConsumerRegs>();
   const int wg = threadIdx.x / 128;
   float acc[16][4];
@@ -186,9 +210,10 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
       one_term(acc2, [](float(&d)[32][4], uint64_t da, uint64_t db) { device::wgmma_m64n256k16_f16_ss(d, da, db, 1); });
       device::grid_dependency_wait();  // as below
       using Half = float(&)[16][4];
-      store_qkv_tile<false, /*kUnscale=*/true, kStream>(reinterpret_cast<Half>(acc2[0]), p, which, head, m0, wg, base);
+      store_qkv_tile<false, /*kUnscale=*/true, kStream>(reinterpret_cast<Half>(acc2[0]), p, which, head, m0, wg, base,
+                                                        false, staged(0));
       store_qkv_tile<false, /*kUnscale=*/true, kStream>(reinterpret_cast<Half>(acc2[16]), p, which, head + 1, m0, wg,
-                                                        base);
+                                                        base, false, staged(1));
       return;
     } else {
       one_term(acc, [](float(&d)[16][4], uint64_t da, uint64_t db) { device::wgmma_m64n128k16_f16_ss(d, da, db, 1); });
@@ -198,7 +223,8 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
   // for (long met by now: the stages it consumed came after the TMA warp's wait).
   device::grid_dependency_wait();
   // The ring's shared memory is free for the split-K epilogue's partials once every stage is consumed.
-  store_qkv_tile<kClusterSplit, /*kUnscale=*/true, kStream>(acc, p, which, head, m0, wg, base);
+  store_qkv_tile<kClusterSplit, /*kUnscale=*/true, kStream>(acc, p, which, head, m0, wg, base, false,
+                                                            kClusterSplit ? StagedInputs{} : staged(0));
 }
 
 }  // namespace gk::audio
