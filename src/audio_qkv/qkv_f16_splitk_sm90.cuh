@@ -42,8 +42,10 @@ struct QkvF16Traits {
   static constexpr uint32_t kStageBytes = (1 + kHeads) * kTerms * kTileBytes;  // A hi, W hi (, A lo, W lo)
   static constexpr int kStages = kTerms == 2 ? 3 : (kHeads == 1 ? 6 : 4);
   static constexpr int kConsumerWarps = 8;
-  // The epilogue's staged inputs (no K split): the row tile's exponents, the heads' column exponents, the norm weights.
-  static constexpr size_t kStagedBytes = 4 * (kBM + kHeads * kBN + kBN);
+  // One term: the epilogue's inputs staged in shared memory (without a K split): the row tile's exponents, the
+  // heads' column exponents, the norm weights. With two terms that measured slower (docs/perf-log.md v52).
+  static constexpr bool kStaged = kTerms == 1;
+  static constexpr size_t kStagedBytes = kStaged ? 4 * (kBM + kHeads * kBN + kBN) : 0;
   static constexpr size_t kSmemBytes = 1024 + size_t(kStages) * kStageBytes + 2 * 8 * kStages + kStagedBytes;
   static_assert(kTerms == 1 || kTerms == 2, "one or two fp16 terms");
   static_assert(kHeads == 1 || (kHeads == 2 && kTerms == 1), "two heads a CTA with one term only");
@@ -117,15 +119,16 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
   // One term: the outputs stream past L2 (evict first), written once and never read here; with two terms that
   // measured slower (docs/perf-log.md v52).
   constexpr bool kStream = kTerms == 1;
-  // Without a K split the epilogue's per-row and per-column inputs are staged in shared memory first thing, their
-  // loads overlapping the ring's first fill, so that the epilogue waits on no global load (docs/perf-log.md v52).
+  // Staged (Tr::kStaged, no K split): the epilogue's per-row and per-column inputs go to shared memory first thing,
+  // their loads overlapping the ring's first fill, so that the epilogue waits on no global load (perf log v52).
   const auto staged_at = [&](uint32_t offset) {
     return smem_raw + (bar + 16u * Tr::kStages + offset - static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)));
   };
   int32_t* const st_a = reinterpret_cast<int32_t*>(staged_at(0));
   int32_t* const st_w = st_a + Tr::kBM;
   float* const st_n = reinterpret_cast<float*>(st_w + kHeads * Tr::kBN);
-  if constexpr (!kClusterSplit) {
+  constexpr bool kStage = Tr::kStaged && !kClusterSplit;
+  if constexpr (kStage) {
     device::grid_dependency_wait();  // the exponents come from the pass
     const int ct = threadIdx.x, n_out = p.heads * Tr::kBN;  // consumer threads 0..255
     if (ct < Tr::kBM) {
@@ -224,7 +227,7 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
   device::grid_dependency_wait();
   // The ring's shared memory is free for the split-K epilogue's partials once every stage is consumed.
   store_qkv_tile<kClusterSplit, /*kUnscale=*/true, kStream>(acc, p, which, head, m0, wg, base, false,
-                                                            kClusterSplit ? StagedInputs{} : staged(0));
+                                                            kStage ? staged(0) : StagedInputs{});
 }
 
 }  // namespace gk::audio
