@@ -13,9 +13,9 @@
 // (a K-block is 64 fp16 = 128 bytes, one swizzle row, four k16 steps of 32 bytes: the tf32 kernel's byte layout),
 // warp 8 issues the loads (9 warps; with two terms a whole producer warpgroup, 12). kHeads = 2 (one term, no K
 // split): a CTA takes two neighbouring heads of q, k or v, 128 x 256 with wgmma.m64n256k16: each K-block's activation
-// tile then serves two heads, a quarter less L2 traffic a product than one head a CTA. The operand buffers hold the hi rows, then (two terms) the lo rows: activations
-// [terms * M][K], weights [terms * 3 * H * 128][K] (q's rows, k's, v's). The kernel launches as the last pass's
-// programmatic dependent.
+// tile then serves two heads, a quarter less L2 traffic a product than one head a CTA. The operand buffers hold the
+// hi rows, then (two terms) the lo rows: activations [terms * M][K], weights [terms * 3 * H * 128][K] (q's rows,
+// k's, v's). The kernel launches as the last pass's programmatic dependent.
 #pragma once
 
 #include <cuda.h>
