@@ -54,7 +54,7 @@ struct QkvF16Traits {
 };
 
 // kClusterSplit: K is split over the CTAs of a cluster along z (cluster size = gridDim.z), reduced through DSMEM.
-// a_map: the fp16 activations [kTerms * M, K]; w_map: the weights [kTerms * 3 * H * 128, K] (64-column x 128-row boxes).
+// a_map: the fp16 activations [kTerms * M, K]; w_map: the weights [kTerms * 3 * H * 128, K] (64 x 128 boxes).
 // kHeads: heads a CTA (2: no K split; p.heads even).
 template <int kTerms, bool kClusterSplit, int kHeads = 1>
 __global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
