@@ -51,6 +51,7 @@ struct QkvF16Traits {
   static_assert(kHeads == 1 || (kHeads == 2 && kTerms == 1), "two heads a CTA with one term only");
   static_assert(kBM == QkvTile::kRows && kBN == QkvTile::kCols, "the epilogue's tile");
   static_assert(QkvTile::kParkBytes <= size_t(kStages) * kStageBytes, "partials fit in the ring");
+  static_assert(kSmemBytes <= 227 * 1024, "the opt-in shared-memory limit (the 1024 covers the base's alignment)");
 };
 
 // kClusterSplit: K is split over the CTAs of a cluster along z (cluster size = gridDim.z), reduced through DSMEM.
