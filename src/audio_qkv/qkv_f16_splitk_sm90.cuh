@@ -122,10 +122,8 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
   constexpr bool kStream = kTerms == 1;
   // Staged (Tr::kStaged, no K split): the epilogue's per-row and per-column inputs go to shared memory first thing,
   // their loads overlapping the ring's first fill, so that the epilogue waits on no global load (perf log v52).
-  const auto staged_at = [&](uint32_t offset) {
-    return smem_raw + (bar + 16u * Tr::kStages + offset - static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)));
-  };
-  int32_t* const st_a = reinterpret_cast<int32_t*>(staged_at(0));
+  // (after the barriers; a generic pointer from its shared-memory address)
+  int32_t* const st_a = reinterpret_cast<int32_t*>(smem_raw + (bar + 16u * Tr::kStages - device::smem_addr(smem_raw)));
   int32_t* const st_w = st_a + Tr::kBM;
   float* const st_n = reinterpret_cast<float*>(st_w + kHeads * Tr::kBN);
   constexpr bool kStage = Tr::kStaged && !kClusterSplit;
@@ -212,7 +210,7 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
 #pragma unroll
       for (int j = 0; j < 32; ++j) acc2[j][0] = acc2[j][1] = acc2[j][2] = acc2[j][3] = 0.f;
       one_term(acc2, [](float(&d)[32][4], uint64_t da, uint64_t db) { device::wgmma_m64n256k16_f16_ss(d, da, db, 1); });
-      device::grid_dependency_wait();  // as below
+      static_assert(kStage, "the pair tile's epilogue inputs are staged (after the grid dependency)");
       using Half = float(&)[16][4];
       store_qkv_tile<false, /*kUnscale=*/true, kStream>(reinterpret_cast<Half>(acc2[0]), p, which, head, m0, wg, base,
                                                         false, staged(0));
@@ -223,9 +221,9 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
       one_term(acc, [](float(&d)[16][4], uint64_t da, uint64_t db) { device::wgmma_m64n128k16_f16_ss(d, da, db, 1); });
     }
   }
-  // The epilogue reads the passes' exponents with ordinary loads: the grid dependency is this thread's own to wait
-  // for (long met by now: the stages it consumed came after the TMA warp's wait).
-  device::grid_dependency_wait();
+  // Unstaged, the epilogue reads the passes' exponents with ordinary loads: the grid dependency is this thread's own
+  // to wait for (long met by now: the stages it consumed came after the TMA warp's wait). Staged, it waited first.
+  if constexpr (!kStage) device::grid_dependency_wait();
   // The ring's shared memory is free for the split-K epilogue's partials once every stage is consumed.
   store_qkv_tile<kClusterSplit, /*kUnscale=*/true, kStream>(acc, p, which, head, m0, wg, base, false,
                                                             kStage ? staged(0) : StagedInputs{});
