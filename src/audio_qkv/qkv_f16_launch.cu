@@ -3,8 +3,11 @@
 // (qkv_f16_splitk_sm90.cuh, one or two terms) runs as its programmatic dependent, dividing the exponents back out.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "audio_qkv/launchers.hpp"
 #include "audio_qkv/plan.hpp"
+#include "audio_qkv/qkv_f16_pingpong_sm90.cuh"
 #include "audio_qkv/qkv_f16_splitk_sm90.cuh"
 #include "common/cuda_check.hpp"
 #include "common/kernel_launch.hpp"
@@ -42,7 +45,8 @@ Status prepare_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan
   const int64_t n = int64_t(p.heads) * Tr::kBN, w_rows = 3 * n;
   if (!splitk_supported(p.m, p.k_dim, p.heads) || p.k_dim % Tr::kBK != 0 || (split != 1 && split != 2 && split != 4) ||
       (p.k_dim / Tr::kBK) % split != 0 || (terms != 1 && terms != 2) ||
-      (plan.f16_heads != 1 && (plan.f16_heads != 2 || terms != 1 || split != 1 || p.heads % 2 != 0))) {
+      (plan.f16_heads != 1 && (plan.f16_heads != 2 || terms != 1 || split != 1 || p.heads % 2 != 0)) ||
+      (plan.f16_pingpong && (terms != 1 || split != 1))) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: M = %d, hidden %d, K split %d outside the fp16 kernel", kOp,
                          p.m, p.k_dim, split);
   }
@@ -53,14 +57,29 @@ Status prepare_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan
   GK_RETURN_IF_ERROR(
       prepare_f16_rows(mats, f16_call_matrices(params, f16, weights_prepared, mats), p.k_dim, out->add()));
   detail::KernelLaunch& gemm = *out->add();  // the pass's programmatic dependent
-  // [rows, K] fp16 in 64-column x 128-row boxes; rows past the end read as zeros.
+  // [rows, K] fp16 in 64-column x 128-row boxes (the ping-pong kernel's two-head tiles: 64-row activation boxes);
+  // rows past the end read as zeros.
   const uint64_t k = uint64_t(p.k_dim), stride[1] = {k * 2};
   const uint32_t box[2] = {Tr::kBK, Tr::kBM};
+  const uint32_t a_box[2] = {Tr::kBK, plan.f16_pingpong && plan.f16_heads == 2 ? 64u : uint32_t(Tr::kBM)};
   const uint64_t a_dims[2] = {k, uint64_t(terms) * p.m}, w_dims[2] = {k, uint64_t(terms * w_rows)};
   constexpr auto kF16 = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   CUtensorMap a_map, w_map;
-  GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &a_map, kF16, 2, f16.a, a_dims, stride, box));
+  GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &a_map, kF16, 2, f16.a, a_dims, stride, a_box));
   GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &w_map, kF16, 2, f16.w, w_dims, stride, box));
+  if (plan.f16_pingpong) {
+    // One CTA an SM over the walk's tiles (fewer where there are fewer tiles).
+    const int rows_a_tile = plan.f16_heads == 2 ? QkvF16PingpongTraits<2>::kBM : QkvF16PingpongTraits<1>::kBM;
+    const int64_t tiles = (int64_t(p.m) + rows_a_tile - 1) / rows_a_tile * (3 * p.heads / plan.f16_heads);
+    const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, plan.sms)));
+    const auto make = [&](auto kernel, size_t smem) {
+      const detail::LaunchShape shape{grid, QkvF16PingpongTraits<1>::kThreads, smem, false, /*programmatic=*/true};
+      gemm = detail::KernelLaunch("fp16 QKV ping-pong kernel launch", kernel, shape, a_map, w_map, p);
+    };
+    plan.f16_heads == 2 ? make(audio_qkv_f16_pingpong_kernel<2>, QkvF16PingpongTraits<2>::kSmemBytes)
+                        : make(audio_qkv_f16_pingpong_kernel<1>, QkvF16PingpongTraits<1>::kSmemBytes);
+    return Status::Ok();
+  }
   const int64_t m_tiles = (int64_t(p.m) + Tr::kBM - 1) / Tr::kBM;
   const dim3 grid(static_cast<unsigned>(3 * p.heads / plan.f16_heads), static_cast<unsigned>(m_tiles),
                   static_cast<unsigned>(split));
@@ -88,6 +107,10 @@ Status prepare_f16_kernels(detail::DeviceInfo* dev) {
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<1, true>), QkvF16Traits<1>::kSmemBytes));
   GK_RETURN_IF_ERROR(
       opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<1, false, 2>), QkvF16Traits<1, 2>::kSmemBytes));
+  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_pingpong_kernel<1>),
+                            QkvF16PingpongTraits<1>::kSmemBytes));
+  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_pingpong_kernel<2>),
+                            QkvF16PingpongTraits<2>::kSmemBytes));
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<2, false>), QkvF16Traits<2>::kSmemBytes));
   return opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<2, true>), QkvF16Traits<2>::kSmemBytes);
 }

@@ -365,6 +365,34 @@ TEST(AudioPlanner, Fp16PairTileOnlyWhereItApplies) {
   EXPECT_EQ(p.f16_heads, 2) << "8192 rows take no K split";
 }
 
+// audio.f16_schedule=pingpong runs the one-term fp16 kernel's tiles on the ping-pong kernel wherever it has no K
+// split, for either tile, and prints the schedule wherever the choice exists; two terms or a K split leave the
+// cooperative kernel, the schedule unprinted.
+TEST(AudioPlanner, Fp16PingpongOnlyWhereItApplies) {
+  for (const gk_precision prec : {GK_PRECISION_TF32, GK_PRECISION_EXACT}) {
+    for (const int64_t rows : {int64_t(128), int64_t(640), int64_t(768), int64_t(8192)}) {
+      for (const char* tile : {"head", "pair"}) {
+        const gk_audio_qkv_config c{1, rows, 1024, 8, 128, 1e-6f, prec};
+        const std::string spec =
+            std::string("audio.tf32=f16,audio.exact=f16,audio.f16_schedule=pingpong,audio.f16_tile=") + tile;
+        gk::audio::AudioPlan p;
+        ASSERT_TRUE(gk::audio::plan_audio(c, hopper(), pins(spec.c_str()), false, 0, &p).ok());
+        ASSERT_EQ(p.path, gk::audio::AudioPath::kSplitkF16);
+        const bool pp = prec == GK_PRECISION_TF32 && p.split == 1;
+        EXPECT_EQ(p.f16_pingpong, pp) << rows << " rows, " << tile << ", split " << p.split;
+        const std::string printed = gk::detail::format_overrides(p.chosen);
+        EXPECT_EQ(printed.find("audio.f16_schedule=pingpong") != std::string::npos, pp) << printed;
+        EXPECT_EQ(printed.find("audio.f16_schedule=") != std::string::npos, pp) << printed;
+      }
+    }
+  }
+  const gk_audio_qkv_config c{1, 8192, 1024, 8, 128, 1e-6f, GK_PRECISION_TF32};
+  gk::audio::AudioPlan p;
+  ASSERT_TRUE(gk::audio::plan_audio(c, hopper(), pins("audio.tf32=f16,audio.f16_schedule=pingpong"), false, 0, &p).ok());
+  EXPECT_EQ(p.split, 1);
+  EXPECT_TRUE(p.f16_pingpong);
+}
+
 TEST(AudioPlanner, PrintedPlanPinsTheSamePlan) {
   for (const auto& w : gk_testkit::builtin_suite("054").workloads) {
     for (const gk_precision prec : {GK_PRECISION_TF32, GK_PRECISION_EXACT}) {
@@ -376,6 +404,8 @@ TEST(AudioPlanner, PrintedPlanPinsTheSamePlan) {
       EXPECT_EQ(again.split, p.split);
       EXPECT_EQ(again.grid.sk.run, p.grid.sk.run);
       EXPECT_EQ(again.v_round_in_kernel, p.v_round_in_kernel);
+      EXPECT_EQ(again.f16_heads, p.f16_heads);
+      EXPECT_EQ(again.f16_pingpong, p.f16_pingpong);
     }
   }
 }
