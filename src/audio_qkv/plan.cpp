@@ -114,9 +114,13 @@ AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, int terms,
   const bool pair = ov.audio_f16_tile == detail::kAuto ? splitk_tiles(rows, heads) >= kPairMinWaves * dev.sms
                                                        : ov.audio_f16_tile == 1;
   p.f16_heads = pair_ok && pair ? 2 : 1;
+  p.f16_clusters = dev.audio_f16_pingpong_clusters[p.f16_heads - 1];
+  const bool multicast_ok = p.f16_pingpong && p.f16_clusters > 0;
+  p.f16_cluster = multicast_ok && ov.audio_f16_multicast == 1 ? 2 : 1;
   p.chosen.audio_tf32 = terms == 1 ? 3 : detail::kAuto;
   p.chosen.audio_f16_tile = pair_ok ? static_cast<int8_t>(p.f16_heads - 1) : detail::kAuto;
   p.chosen.audio_f16_schedule = pingpong_ok ? static_cast<int8_t>(p.f16_pingpong ? 1 : 0) : detail::kAuto;
+  p.chosen.audio_f16_multicast = multicast_ok ? static_cast<int8_t>(p.f16_cluster - 1) : detail::kAuto;
   p.chosen.audio_exact = terms == 2 ? 2 : detail::kAuto;
   plan_launch(ov, capturing, &p);
   return p;

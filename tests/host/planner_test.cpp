@@ -27,6 +27,7 @@ DeviceInfo hopper() {
   d.audio_tf32_clusters[2] = d.audio_tf32x3_clusters[2] = 66;
   d.audio_tf32_clusters[4] = d.audio_tf32x3_clusters[4] = 30;
   d.head_gemm_clusters = 66;
+  d.audio_f16_pingpong_clusters[0] = d.audio_f16_pingpong_clusters[1] = 66;
   for (int u = 0; u < 2; ++u) {
     d.skinny_proj_blocks_per_sm[u] = 2;
     for (int s = 2; s <= gk::detail::kMaxClusterSplit; ++s) d.skinny_proj_clusters[u][s] = 240 / s;
@@ -391,6 +392,30 @@ TEST(AudioPlanner, Fp16PingpongOnlyWhereItApplies) {
   ASSERT_TRUE(gk::audio::plan_audio(c, hopper(), pins("audio.tf32=f16,audio.f16_schedule=pingpong"), false, 0, &p).ok());
   EXPECT_EQ(p.split, 1);
   EXPECT_TRUE(p.f16_pingpong);
+  EXPECT_EQ(p.f16_cluster, 1);
+}
+
+// audio.f16_multicast=weights puts the ping-pong kernel's CTAs in clusters of two where that kernel runs and such
+// clusters are resident, and prints itself there; the cooperative kernel, or no resident cluster, leaves it off.
+TEST(AudioPlanner, Fp16MulticastOnlyOnThePingpongKernel) {
+  const gk_audio_qkv_config c{1, 8192, 1024, 8, 128, 1e-6f, GK_PRECISION_TF32};
+  for (const char* tile : {"head", "pair"}) {
+    for (const bool pp : {false, true}) {
+      for (const bool resident : {false, true}) {
+        DeviceInfo d = hopper();
+        if (!resident) d.audio_f16_pingpong_clusters[0] = d.audio_f16_pingpong_clusters[1] = 0;
+        const std::string spec = std::string("audio.tf32=f16,audio.f16_multicast=weights,audio.f16_tile=") + tile +
+                                 ",audio.f16_schedule=" + (pp ? "pingpong" : "cooperative");
+        gk::audio::AudioPlan p;
+        ASSERT_TRUE(gk::audio::plan_audio(c, d, pins(spec.c_str()), false, 0, &p).ok());
+        const bool on = pp && resident;
+        EXPECT_EQ(p.f16_cluster, on ? 2 : 1) << spec;
+        EXPECT_EQ(p.f16_clusters, resident ? 66 : 0) << spec;
+        const std::string printed = gk::detail::format_overrides(p.chosen);
+        EXPECT_EQ(printed.find("audio.f16_multicast=weights") != std::string::npos, on) << printed;
+      }
+    }
+  }
 }
 
 TEST(AudioPlanner, PrintedPlanPinsTheSamePlan) {
@@ -406,6 +431,7 @@ TEST(AudioPlanner, PrintedPlanPinsTheSamePlan) {
       EXPECT_EQ(again.v_round_in_kernel, p.v_round_in_kernel);
       EXPECT_EQ(again.f16_heads, p.f16_heads);
       EXPECT_EQ(again.f16_pingpong, p.f16_pingpong);
+      EXPECT_EQ(again.f16_cluster, p.f16_cluster);
     }
   }
 }
