@@ -7,7 +7,7 @@ R=${OUT:-/tmp/o}; mkdir -p "$R"; O=/tmp/oraw; rm -rf "$O"; mkdir -p "$O"
 # Everything goes to $O; after each step $R/all.tgz is remade, so a call cut short still returns what ran.
 pack() { tar czf /tmp/all.tgz -C "$O" . && mv /tmp/all.tgz "$R/all.tgz"; }
 P=build-p1
-T0=$SECONDS; CAP=${CAP:-160}
+T0=$SECONDS; CAP=${CAP:-480}
 export GK_FIXTURE_DIR=$PWD/tests/fixtures GK_CLI=$PWD/$P/bin/gk
 run() {
   local n=$1 t=$2; shift 2
