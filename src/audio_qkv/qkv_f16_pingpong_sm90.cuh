@@ -40,9 +40,9 @@ struct QkvF16PingpongTraits {
   static constexpr uint32_t kATileBytes = kBM * kBK * 2, kWTileBytes = kBN * kBK * 2;
   static constexpr uint32_t kStageBytes = kATileBytes + kHeads * kWTileBytes;  // 32 or 40 KB
   static constexpr int kStages = kHeads == 1 ? 6 : 5;
-  static constexpr int kStagedWords = kBM + kHeads * kBN + kBN;  // a warpgroup's: row and column exponents, norm
+  using Staged = StagedArea<kBM, kHeads * kBN, kBN>;  // a warpgroup's: row and column exponents, norm weights
   static constexpr size_t kSmemBytes =
-      1024 + size_t(kStages) * kStageBytes + 2 * 8 * kStages + 2 * 4 * size_t(kStagedWords);
+      1024 + size_t(kStages) * kStageBytes + 2 * 8 * kStages + 2 * 4 * size_t(Staged::kWords);
   static constexpr int kWBoxRows = 64;  // the weights' TMA box: kCluster = 2 splits a tile's rows between the CTAs
   static_assert(kHeads == 1 || kHeads == 2, "one or two heads a warpgroup tile");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of one or two CTAs");
@@ -125,10 +125,7 @@ __global__ void __launch_bounds__(QkvF16PingpongTraits<kHeads, kCluster>::kThrea
     const int wg = threadIdx.x / 128, ct = threadIdx.x % 128, lane = threadIdx.x % 32;
     const int barrier = 3 + wg;  // this warpgroup's named barrier (128 threads)
     // This warpgroup's staged epilogue inputs, past the barriers (a generic pointer from the shared address).
-    int32_t* const st_a = reinterpret_cast<int32_t*>(smem_raw + (bar + 16u * Tr::kStages - device::smem_addr(smem_raw))) +
-                          wg * Tr::kStagedWords;
-    int32_t* const st_w = st_a + Tr::kBM;
-    float* const st_n = reinterpret_cast<float*>(st_w + kHeads * Tr::kBN);
+    const typename Tr::Staged st(smem_raw, bar + 16u * Tr::kStages + 4u * wg * Tr::Staged::kWords);
     const int n_out = p.heads * Tr::kBN;
     device::grid_dependency_wait();  // the exponents come from the pass
 
@@ -185,23 +182,22 @@ __global__ void __launch_bounds__(QkvF16PingpongTraits<kHeads, kCluster>::kThrea
 
       // Stage the inputs once every thread of the warpgroup has finished the previous tile's epilogue.
       device::named_barrier_sync(barrier, 128);
-      if (ct < Tr::kBM) st_a[ct] = ra;
+      if (ct < Tr::kBM) st.a[ct] = ra;
 #pragma unroll
-      for (int h = 0; h < kHeads; ++h) st_w[h * Tr::kBN + ct] = rw[h];
-      st_n[ct] = rn;
+      for (int h = 0; h < kHeads; ++h) st.w[h * Tr::kBN + ct] = rw[h];
+      st.n[ct] = rn;
       device::named_barrier_sync(barrier, 128);
-      const float* norm = c.which < 2 ? st_n : nullptr;
       if constexpr (kHeads == 1) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {  // the warpgroup's rows 64 h .. 64 h + 63 of the tile
           store_qkv_tile<false, /*kUnscale=*/true, /*kStreaming=*/true>(half(h), p, c.which, c.head, c.m0, h, base,
-                                                                        false, StagedInputs{st_a, st_w, norm});
+                                                                        false, st.inputs(0, Tr::kBN, c.which < 2));
         }
       } else {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {  // head c.head + h
           store_qkv_tile<false, /*kUnscale=*/true, /*kStreaming=*/true>(
-              half(h), p, c.which, c.head + h, c.m0, 0, base, false, StagedInputs{st_a, st_w + h * Tr::kBN, norm});
+              half(h), p, c.which, c.head + h, c.m0, 0, base, false, st.inputs(h, Tr::kBN, c.which < 2));
         }
       }
     }
