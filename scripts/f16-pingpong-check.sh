@@ -42,6 +42,7 @@ for r in 1 2; do
   run pphm-r$r 60 env GK_OVERRIDES=audio.f16_schedule=pingpong,audio.f16_tile=head,audio.f16_multicast=weights $B --json "$O/pphm-r$r.json"
   run pppm-r$r 60 env GK_OVERRIDES=audio.f16_schedule=pingpong,audio.f16_tile=pair,audio.f16_multicast=weights $B --json "$O/pppm-r$r.json"
 done
+run cublas 60 python3 scripts/cublas_f16_gemm.py --out "$O/cublas-054.json"
 run audio-tests 120 $P/bin/gk_gpu_tests --gtest_brief=1 --gtest_filter='*Audio*:*audio*'
 run allf16hm 60 env GK_OVERRIDES=audio.tf32=f16,audio.f16_schedule=pingpong,audio.f16_tile=head,audio.f16_multicast=weights $B --json "$O/allf16hm.json"
 run allf16h 60 env GK_OVERRIDES=audio.tf32=f16,audio.f16_schedule=pingpong,audio.f16_tile=head $B --json "$O/allf16h.json"
