@@ -6,9 +6,10 @@
 // the other's products keep the tensor cores busy.
 //
 // The ring is the cooperative kernel's (a K-block of 64 fp16 a stage, one TMA thread, a running count across tiles);
-// a stage belongs to the warpgroup whose tile it holds and only that warpgroup's four warps free it. Because the
-// ring is filled in walk order it also staggers the two warpgroups: a tile's first stage lands only once the previous
-// tile has consumed all but kStages of its K-blocks, so no explicit turn-taking barrier is needed.
+// a stage belongs to the warpgroup whose tile it holds and only that warpgroup's four warps free it. The warpgroups
+// take turns at the mainloop (named barriers kOrderBarrier + wg): a stage's full barrier tells phases apart only by
+// parity, so a warpgroup may wait on a stage only once every earlier fill of it has been waited for; without the
+// turns the second warpgroup's first wait would pass on the first tile's data.
 //   kHeads = 1: a warpgroup's tile is 128 rows x one head, two m64n128k16 products a k16 step;
 //   kHeads = 2: 64 rows x two neighbouring heads, one m64n256k16 product (fewer instructions and shared-memory bytes
 //     a product; a quarter more L2 bytes a product).
@@ -44,6 +45,7 @@ struct QkvF16PingpongTraits {
   static constexpr size_t kSmemBytes =
       1024 + size_t(kStages) * kStageBytes + 2 * 8 * kStages + 2 * 4 * size_t(Staged::kWords);
   static constexpr int kWBoxRows = 64;  // the weights' TMA box: kCluster = 2 splits a tile's rows between the CTAs
+  static constexpr int kOrderBarrier = 5;  // + wg: warpgroup wg's turn at the mainloop (3 + wg: its epilogue's)
   static_assert(kHeads == 1 || kHeads == 2, "one or two heads a warpgroup tile");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of one or two CTAs");
   static_assert(kATileBytes % 1024 == 0 && kStageBytes % 1024 == 0, "128-byte swizzle atoms stay aligned");
@@ -154,6 +156,8 @@ __global__ void __launch_bounds__(QkvF16PingpongTraits<kHeads, kCluster>::kThrea
 
 #pragma unroll
       for (int r = 0; r < 32; ++r) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = 0.f;
+      // This warpgroup's turn: the other has waited for every stage of the previous tile.
+      if (j > 0) device::named_barrier_sync(Tr::kOrderBarrier + wg, 256);
       // One K-block's group in flight; its stage freed once the next group is issued and the earlier one retired.
       int count = j * p.k_blocks;
       for (int i = 0; i < p.k_blocks; ++i, ++count) {
@@ -176,6 +180,8 @@ __global__ void __launch_bounds__(QkvF16PingpongTraits<kHeads, kCluster>::kThrea
         device::fence_accumulators(acc);
         if (i > 0) release(count - 1);
       }
+      // The next tile's turn (the other warpgroup's), once this one's waits are all past.
+      if (j + 1 < my_tiles) device::named_barrier_arrive(Tr::kOrderBarrier + 1 - wg, 256);
       device::wgmma_wait<0>();
       device::fence_accumulators(acc);
       release(count - 1);
