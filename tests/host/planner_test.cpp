@@ -253,8 +253,10 @@ TEST(AudioPlanner, SuiteDispatch) {
     const int64_t tiles = (rows + 127) / 128 * 24;
     if (rows >= 2048) {
       EXPECT_EQ(p.path, AudioPath::kSplitkF16);  // fp16 operands from 2048 rows
-      // Two heads a CTA from 4 waves of one-head tiles: 4096 rows and more in the suite.
-      EXPECT_EQ(p.f16_heads, rows >= 4096 ? 2 : 1);
+      // The ping-pong kernel with two heads a tile, in clusters of two sharing the weights.
+      EXPECT_TRUE(p.f16_pingpong);
+      EXPECT_EQ(p.f16_heads, 2);
+      EXPECT_EQ(p.f16_cluster, 2);
     } else if (tiles <= 132) {
       EXPECT_EQ(p.path, AudioPath::kSplitkTf32);
       // One launch: the activations rounded in shared memory (v's weights then too: no register rounding).
@@ -392,7 +394,36 @@ TEST(AudioPlanner, Fp16PingpongOnlyWhereItApplies) {
   ASSERT_TRUE(gk::audio::plan_audio(c, hopper(), pins("audio.tf32=f16,audio.f16_schedule=pingpong"), false, 0, &p).ok());
   EXPECT_EQ(p.split, 1);
   EXPECT_TRUE(p.f16_pingpong);
-  EXPECT_EQ(p.f16_cluster, 1);
+  EXPECT_EQ(p.f16_cluster, 2) << "multicast by default where clusters of two are resident";
+}
+
+// Unpinned, the one-term fp16 path without a K split runs the ping-pong kernel with two heads a tile and multicast
+// weights (the fastest measured form); with no resident cluster, or multicast pinned off, one head a tile (two heads
+// without multicast measured slower). A K split keeps the cooperative kernel.
+TEST(AudioPlanner, Fp16DefaultsToPingpongPairMulticast) {
+  for (const bool resident : {true, false}) {
+    for (const char* extra : {"", ",audio.f16_multicast=off"}) {
+      DeviceInfo d = hopper();
+      if (!resident) d.audio_f16_pingpong_clusters[0] = d.audio_f16_pingpong_clusters[1] = 0;
+      const std::string spec = std::string("audio.tf32=f16") + extra;
+      for (const int64_t heads : {int64_t(8), int64_t(7)}) {
+        const gk_audio_qkv_config c{1, 8192, 1024, heads, 128, 1e-6f, GK_PRECISION_TF32};
+        gk::audio::AudioPlan p;
+        ASSERT_TRUE(gk::audio::plan_audio(c, d, pins(spec.c_str()), false, 0, &p).ok());
+        ASSERT_EQ(p.split, 1);
+        EXPECT_TRUE(p.f16_pingpong) << spec;
+        const bool multicast = resident && *extra == '\0';
+        EXPECT_EQ(p.f16_cluster, multicast ? 2 : 1) << spec << ", " << heads << " heads";
+        EXPECT_EQ(p.f16_heads, multicast && heads % 2 == 0 ? 2 : 1) << spec << ", " << heads << " heads";
+      }
+    }
+  }
+  for (const auto& w : gk_testkit::builtin_suite("054").workloads) {
+    const auto p = audio_plan(w.batch, w.seq_len, GK_PRECISION_TF32);
+    if (p.path != gk::audio::AudioPath::kSplitkF16) continue;
+    EXPECT_EQ(p.f16_pingpong, p.split == 1) << w.batch << "x" << w.seq_len;
+    if (p.split == 1) EXPECT_EQ(p.f16_heads * p.f16_cluster, 4) << w.batch << "x" << w.seq_len;
+  }
 }
 
 // audio.f16_multicast=weights puts the ping-pong kernel's CTAs in clusters of two where that kernel runs and such
