@@ -214,9 +214,12 @@ INSTANTIATE_TEST_SUITE_P(Plans, AudioPinned,
                                            "audio.tf32=splitk,audio.activations=smem,audio.exact=tf32x3",
                                            "audio.tf32=f16,audio.exact=f16", "audio.tf32=persistent,audio.exact=tf32x3",
                                            "audio.tf32=f16,audio.exact=f16,launch=stream",
-                                           "audio.tf32=f16,audio.f16_tile=pair",
-                                           "audio.tf32=f16,audio.f16_tile=head,audio.f16_schedule=pingpong",
-                                           "audio.tf32=f16,audio.f16_tile=pair,audio.f16_schedule=pingpong",
+                                           "audio.tf32=f16,audio.f16_tile=pair,audio.f16_schedule=cooperative",
+                                           "audio.tf32=f16,audio.f16_tile=head,audio.f16_schedule=cooperative",
+                                           "audio.tf32=f16,audio.f16_tile=head,audio.f16_schedule=pingpong,"
+                                           "audio.f16_multicast=off",
+                                           "audio.tf32=f16,audio.f16_tile=pair,audio.f16_schedule=pingpong,"
+                                           "audio.f16_multicast=off",
                                            "audio.tf32=f16,audio.f16_tile=head,audio.f16_schedule=pingpong,"
                                            "audio.f16_multicast=weights",
                                            "audio.tf32=f16,audio.f16_tile=pair,audio.f16_schedule=pingpong,"
@@ -273,8 +276,10 @@ INSTANTIATE_TEST_SUITE_P(Passes, AudioLaunchGraph,
                          ::testing::Values(LaunchCase{"audio.tf32=persistent,audio.v_round=pass", GK_PRECISION_TF32},
                                            LaunchCase{"audio.tf32=splitk,audio.activations=prepass", GK_PRECISION_TF32},
                                            LaunchCase{"audio.tf32=f16", GK_PRECISION_TF32},
-                                           LaunchCase{"audio.tf32=f16,audio.f16_tile=pair", GK_PRECISION_TF32},
-                                           LaunchCase{"audio.tf32=f16,audio.f16_schedule=pingpong", GK_PRECISION_TF32},
+                                           LaunchCase{"audio.tf32=f16,audio.f16_tile=pair,audio.f16_schedule=cooperative",
+                                                      GK_PRECISION_TF32},
+                                           LaunchCase{"audio.tf32=f16,audio.f16_schedule=pingpong,audio.f16_multicast=off",
+                                                      GK_PRECISION_TF32},
                                            LaunchCase{"audio.tf32=f16,audio.f16_schedule=pingpong,audio.f16_multicast=weights",
                                                       GK_PRECISION_TF32},
                                            LaunchCase{"audio.exact=f16", GK_PRECISION_EXACT},
@@ -395,7 +400,8 @@ TEST_F(AudioF16Schedule, PingpongGivesTheCooperativeBits) {
       std::vector<uint32_t> bits[3];
       for (const int pp : {0, 1, 2}) {  // cooperative, ping-pong, ping-pong with the weights multicast
         const std::string spec = std::string("audio.tf32=f16,audio.f16_tile=") + tile + ",audio.f16_schedule=" +
-                                 (pp ? "pingpong" : "cooperative") + (pp == 2 ? ",audio.f16_multicast=weights" : "");
+                                 (pp ? "pingpong" : "cooperative") +
+                                 (pp == 2 ? ",audio.f16_multicast=weights" : ",audio.f16_multicast=off");
         const Pinned pin(handle(), spec.c_str());
         GK_ASSERT_OK(pin.status());
         std::string plan;
