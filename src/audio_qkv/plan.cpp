@@ -109,11 +109,22 @@ AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, int terms,
   p.split = detail::choose_splitk(dev.sms, dev.audio_tf32_clusters, splitk_tiles(rows, heads),
                                   static_cast<int>(hidden / kF16BK), {4, 2}, /*even_k=*/true);
   const bool pair_ok = terms == 1 && p.split == 1 && heads % 2 == 0;
-  const bool pair = ov.audio_f16_tile == detail::kAuto ? splitk_tiles(rows, heads) >= kPairMinWaves * dev.sms
-                                                       : ov.audio_f16_tile == 1;
+  const bool pingpong_ok = terms == 1 && p.split == 1;
+  // Ping-pong, two heads a tile and multicast weights: the fastest form on every fp16 shape of the suite; without
+  // multicast two heads a tile measured slower than one (docs/perf-log.md v57). The cooperative kernel's own rule
+  // stays for its pin.
+  p.f16_pingpong = pingpong_ok && ov.audio_f16_schedule != 0;
+  const bool multicast_pair = ov.audio_f16_multicast != 0 && dev.audio_f16_pingpong_clusters[1] > 0;
+  const bool pair_auto = p.f16_pingpong ? multicast_pair : splitk_tiles(rows, heads) >= kPairMinWaves * dev.sms;
+  const bool pair = ov.audio_f16_tile == detail::kAuto ? pair_auto : ov.audio_f16_tile == 1;
   p.f16_heads = pair_ok && pair ? 2 : 1;
+  p.f16_clusters = dev.audio_f16_pingpong_clusters[p.f16_heads - 1];
+  const bool multicast_ok = p.f16_pingpong && p.f16_clusters > 0;
+  p.f16_cluster = multicast_ok && ov.audio_f16_multicast != 0 ? 2 : 1;
   p.chosen.audio_tf32 = terms == 1 ? 3 : detail::kAuto;
   p.chosen.audio_f16_tile = pair_ok ? static_cast<int8_t>(p.f16_heads - 1) : detail::kAuto;
+  p.chosen.audio_f16_schedule = pingpong_ok ? static_cast<int8_t>(p.f16_pingpong ? 1 : 0) : detail::kAuto;
+  p.chosen.audio_f16_multicast = multicast_ok ? static_cast<int8_t>(p.f16_cluster - 1) : detail::kAuto;
   p.chosen.audio_exact = terms == 2 ? 2 : detail::kAuto;
   plan_launch(ov, capturing, &p);
   return p;

@@ -108,6 +108,24 @@ struct StagedInputs {
   const float* norm_w = nullptr;
 };
 
+// A kernel's area for StagedInputs in shared memory, at shared address `addr` (past its barriers): kRows row
+// exponents, kCols column exponents, then kNorm norm weights. Generic pointers, derived from the dynamic area's base.
+template <int kRows, int kCols, int kNorm>
+struct StagedArea {
+  static constexpr int kWords = kRows + kCols + kNorm;
+  int32_t* a;
+  int32_t* w;
+  float* n;
+  __device__ __forceinline__ StagedArea(unsigned char* smem_raw, uint32_t addr)
+      : a(reinterpret_cast<int32_t*>(smem_raw + (addr - device::smem_addr(smem_raw)))),
+        w(a + kRows),
+        n(reinterpret_cast<float*>(w + kCols)) {}
+  // The inputs of the epilogue's head `h` of the tile; `normed`: q or k (v has no norm).
+  __device__ __forceinline__ StagedInputs inputs(int h, int head_cols, bool normed) const {
+    return StagedInputs{a, w + h * head_cols, normed ? n : nullptr};
+  }
+};
+
 // Called by the 256 consumer threads (warpgroups 0 and 1, `wg`) once their accumulators are final. `park`: shared
 // memory the kernel no longer needs (kParkBytes), used only with kClusterSplit. Every other thread of a split
 // kernel must meet the two cluster barriers inside (device::splitk::partials_parked, then partials_read).

@@ -3,8 +3,11 @@
 // (qkv_f16_splitk_sm90.cuh, one or two terms) runs as its programmatic dependent, dividing the exponents back out.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "audio_qkv/launchers.hpp"
 #include "audio_qkv/plan.hpp"
+#include "audio_qkv/qkv_f16_pingpong_sm90.cuh"
 #include "audio_qkv/qkv_f16_splitk_sm90.cuh"
 #include "common/cuda_check.hpp"
 #include "common/kernel_launch.hpp"
@@ -42,7 +45,8 @@ Status prepare_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan
   const int64_t n = int64_t(p.heads) * Tr::kBN, w_rows = 3 * n;
   if (!splitk_supported(p.m, p.k_dim, p.heads) || p.k_dim % Tr::kBK != 0 || (split != 1 && split != 2 && split != 4) ||
       (p.k_dim / Tr::kBK) % split != 0 || (terms != 1 && terms != 2) ||
-      (plan.f16_heads != 1 && (plan.f16_heads != 2 || terms != 1 || split != 1 || p.heads % 2 != 0))) {
+      (plan.f16_heads != 1 && (plan.f16_heads != 2 || terms != 1 || split != 1 || p.heads % 2 != 0)) ||
+      (plan.f16_pingpong && (terms != 1 || split != 1))) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: M = %d, hidden %d, K split %d outside the fp16 kernel", kOp,
                          p.m, p.k_dim, split);
   }
@@ -53,14 +57,40 @@ Status prepare_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan
   GK_RETURN_IF_ERROR(
       prepare_f16_rows(mats, f16_call_matrices(params, f16, weights_prepared, mats), p.k_dim, out->add()));
   detail::KernelLaunch& gemm = *out->add();  // the pass's programmatic dependent
-  // [rows, K] fp16 in 64-column x 128-row boxes; rows past the end read as zeros.
+  // [rows, K] fp16 in 64-column x 128-row boxes (the ping-pong kernel's two-head tiles: 64-row activation boxes);
+  // rows past the end read as zeros.
   const uint64_t k = uint64_t(p.k_dim), stride[1] = {k * 2};
   const uint32_t box[2] = {Tr::kBK, Tr::kBM};
+  // The ping-pong kernel: 64-row weight boxes (two CTAs may share a tile's rows); with two heads a tile, 64-row
+  // activation boxes.
+  const bool pp = plan.f16_pingpong;
+  const uint32_t a_box[2] = {Tr::kBK, pp && plan.f16_heads == 2 ? 64u : uint32_t(Tr::kBM)};
+  const uint32_t w_box[2] = {Tr::kBK, pp ? uint32_t(QkvF16PingpongTraits<1>::kWBoxRows) : uint32_t(Tr::kBN)};
   const uint64_t a_dims[2] = {k, uint64_t(terms) * p.m}, w_dims[2] = {k, uint64_t(terms * w_rows)};
   constexpr auto kF16 = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   CUtensorMap a_map, w_map;
-  GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &a_map, kF16, 2, f16.a, a_dims, stride, box));
-  GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &w_map, kF16, 2, f16.w, w_dims, stride, box));
+  GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &a_map, kF16, 2, f16.a, a_dims, stride, a_box));
+  GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &w_map, kF16, 2, f16.w, w_dims, stride, w_box));
+  if (pp) {
+    // Persistent: one CTA (or cluster) an SM (or as many as are resident), fewer where there are fewer units.
+    const int cl = plan.f16_cluster, rows_a_tile = plan.f16_heads == 2 ? 64 : 128;
+    const int64_t m_tiles = (int64_t(p.m) + rows_a_tile - 1) / rows_a_tile;
+    const int64_t units = (m_tiles + cl - 1) / cl * (3 * p.heads / plan.f16_heads);
+    const int64_t resident = cl == 2 ? plan.f16_clusters : plan.sms;
+    const dim3 grid(static_cast<unsigned>(std::max<int64_t>(1, std::min(units, resident))), 1, static_cast<unsigned>(cl));
+    const auto make = [&](auto kernel, size_t smem) {
+      const detail::LaunchShape shape{grid, QkvF16PingpongTraits<1>::kThreads, smem, cl == 2, /*programmatic=*/true};
+      gemm = detail::KernelLaunch("fp16 QKV ping-pong kernel launch", kernel, shape, a_map, w_map, p);
+    };
+    if (plan.f16_heads == 2) {
+      cl == 2 ? make(audio_qkv_f16_pingpong_kernel<2, 2>, QkvF16PingpongTraits<2, 2>::kSmemBytes)
+              : make(audio_qkv_f16_pingpong_kernel<2, 1>, QkvF16PingpongTraits<2, 1>::kSmemBytes);
+    } else {
+      cl == 2 ? make(audio_qkv_f16_pingpong_kernel<1, 2>, QkvF16PingpongTraits<1, 2>::kSmemBytes)
+              : make(audio_qkv_f16_pingpong_kernel<1, 1>, QkvF16PingpongTraits<1, 1>::kSmemBytes);
+    }
+    return Status::Ok();
+  }
   const int64_t m_tiles = (int64_t(p.m) + Tr::kBM - 1) / Tr::kBM;
   const dim3 grid(static_cast<unsigned>(3 * p.heads / plan.f16_heads), static_cast<unsigned>(m_tiles),
                   static_cast<unsigned>(split));
@@ -88,6 +118,19 @@ Status prepare_f16_kernels(detail::DeviceInfo* dev) {
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<1, true>), QkvF16Traits<1>::kSmemBytes));
   GK_RETURN_IF_ERROR(
       opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<1, false, 2>), QkvF16Traits<1, 2>::kSmemBytes));
+  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_pingpong_kernel<1, 1>),
+                            QkvF16PingpongTraits<1, 1>::kSmemBytes));
+  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_pingpong_kernel<2, 1>),
+                            QkvF16PingpongTraits<2, 1>::kSmemBytes));
+  // The clustered forms: how many clusters of two are resident (their opt-in set on the way).
+  GK_RETURN_IF_ERROR(detail::max_active_clusters(kOp, reinterpret_cast<const void*>(audio_qkv_f16_pingpong_kernel<1, 2>),
+                                                 QkvF16PingpongTraits<1, 2>::kThreads,
+                                                 QkvF16PingpongTraits<1, 2>::kSmemBytes, 2,
+                                                 &dev->audio_f16_pingpong_clusters[0]));
+  GK_RETURN_IF_ERROR(detail::max_active_clusters(kOp, reinterpret_cast<const void*>(audio_qkv_f16_pingpong_kernel<2, 2>),
+                                                 QkvF16PingpongTraits<2, 2>::kThreads,
+                                                 QkvF16PingpongTraits<2, 2>::kSmemBytes, 2,
+                                                 &dev->audio_f16_pingpong_clusters[1]));
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<2, false>), QkvF16Traits<2>::kSmemBytes));
   return opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<2, true>), QkvF16Traits<2>::kSmemBytes);
 }

@@ -45,7 +45,7 @@ struct QkvF16Traits {
   // One term: the epilogue's inputs staged in shared memory (without a K split): the row tile's exponents, the
   // heads' column exponents, the norm weights. With two terms that measured slower (docs/perf-log.md v52).
   static constexpr bool kStaged = kTerms == 1;
-  static constexpr size_t kStagedBytes = kStaged ? 4 * (kBM + kHeads * kBN + kBN) : 0;
+  static constexpr size_t kStagedBytes = kStaged ? 4 * StagedArea<kBM, kHeads * kBN, kBN>::kWords : 0;
   static constexpr size_t kSmemBytes = 1024 + size_t(kStages) * kStageBytes + 2 * 8 * kStages + kStagedBytes;
   static_assert(kTerms == 1 || kTerms == 2, "one or two fp16 terms");
   static_assert(kHeads == 1 || (kHeads == 2 && kTerms == 1), "two heads a CTA with one term only");
@@ -123,24 +123,20 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
   // Staged (Tr::kStaged, no K split): the epilogue's per-row and per-column inputs go to shared memory first thing,
   // their loads overlapping the ring's first fill, so that the epilogue waits on no global load (perf log v52).
   // (after the barriers; a generic pointer from its shared-memory address)
-  int32_t* const st_a = reinterpret_cast<int32_t*>(smem_raw + (bar + 16u * Tr::kStages - device::smem_addr(smem_raw)));
-  int32_t* const st_w = st_a + Tr::kBM;
-  float* const st_n = reinterpret_cast<float*>(st_w + kHeads * Tr::kBN);
+  const StagedArea<Tr::kBM, kHeads * Tr::kBN, Tr::kBN> st(smem_raw, bar + 16u * Tr::kStages);
   constexpr bool kStage = Tr::kStaged && !kClusterSplit;
   if constexpr (kStage) {
     device::grid_dependency_wait();  // the exponents come from the pass
     const int ct = threadIdx.x, n_out = p.heads * Tr::kBN;  // consumer threads 0..255
     if (ct < Tr::kBM) {
-      st_a[ct] = m0 + ct < p.m ? p.a_exps[m0 + ct] : 0;
+      st.a[ct] = m0 + ct < p.m ? p.a_exps[m0 + ct] : 0;
     } else if (which < 2) {
-      st_n[ct - Tr::kBM] = (which == 0 ? p.q_norm : p.k_norm)[ct - Tr::kBM];
+      st.n[ct - Tr::kBM] = (which == 0 ? p.q_norm : p.k_norm)[ct - Tr::kBM];
     }
-    for (int c = ct; c < kHeads * Tr::kBN; c += 256) st_w[c] = p.w_exps[which * n_out + head * Tr::kBN + c];
+    for (int c = ct; c < kHeads * Tr::kBN; c += 256) st.w[c] = p.w_exps[which * n_out + head * Tr::kBN + c];
     device::named_barrier_sync(2, 256);
   }
-  const auto staged = [&](int h) {
-    return StagedInputs{st_a, st_w + h * Tr::kBN, which < 2 ? st_n : nullptr};
-  };
+  const auto staged = [&](int h) { return st.inputs(h, Tr::kBN, which < 2); };
   if constexpr (kTerms == 2) device::regs_alloc<Tr::kConsumerRegs>();
   const int wg = threadIdx.x / 128;
   float acc[16][4];

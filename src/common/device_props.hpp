@@ -19,6 +19,7 @@ struct DeviceInfo {
   int audio_tf32_clusters[kMaxClusterSplit + 1] = {};      // audio tf32 split-K kernel (with rounding groups)
   int audio_tf32x3_clusters[kMaxClusterSplit + 1] = {};    // audio exact (tf32x3) split-K kernel
   int head_gemm_clusters = 0;                              // the persistent tf32 head GEMM, clusters of 2
+  int audio_f16_pingpong_clusters[2] = {};                 // the fp16 ping-pong kernel's clusters of 2, [heads - 1]
   // The few-row projection (skinny_proj_gemm.cuh), by unit (0: 128 columns, 1: 256): CTAs resident per SM, and
   // clusters of each size resident at once.
   int skinny_proj_blocks_per_sm[2] = {};

@@ -214,7 +214,16 @@ INSTANTIATE_TEST_SUITE_P(Plans, AudioPinned,
                                            "audio.tf32=splitk,audio.activations=smem,audio.exact=tf32x3",
                                            "audio.tf32=f16,audio.exact=f16", "audio.tf32=persistent,audio.exact=tf32x3",
                                            "audio.tf32=f16,audio.exact=f16,launch=stream",
-                                           "audio.tf32=f16,audio.f16_tile=pair"),
+                                           "audio.tf32=f16,audio.f16_tile=pair,audio.f16_schedule=cooperative",
+                                           "audio.tf32=f16,audio.f16_tile=head,audio.f16_schedule=cooperative",
+                                           "audio.tf32=f16,audio.f16_tile=head,audio.f16_schedule=pingpong,"
+                                           "audio.f16_multicast=off",
+                                           "audio.tf32=f16,audio.f16_tile=pair,audio.f16_schedule=pingpong,"
+                                           "audio.f16_multicast=off",
+                                           "audio.tf32=f16,audio.f16_tile=head,audio.f16_schedule=pingpong,"
+                                           "audio.f16_multicast=weights",
+                                           "audio.tf32=f16,audio.f16_tile=pair,audio.f16_schedule=pingpong,"
+                                           "audio.f16_multicast=weights"),
                          [](const auto& info) { return "p" + std::to_string(info.index); });
 
 // A call of two kernels (a pass and its GEMM) as one graph launch (launch_graph.hpp) gives the bits of the same two
@@ -267,7 +276,12 @@ INSTANTIATE_TEST_SUITE_P(Passes, AudioLaunchGraph,
                          ::testing::Values(LaunchCase{"audio.tf32=persistent,audio.v_round=pass", GK_PRECISION_TF32},
                                            LaunchCase{"audio.tf32=splitk,audio.activations=prepass", GK_PRECISION_TF32},
                                            LaunchCase{"audio.tf32=f16", GK_PRECISION_TF32},
-                                           LaunchCase{"audio.tf32=f16,audio.f16_tile=pair", GK_PRECISION_TF32},
+                                           LaunchCase{"audio.tf32=f16,audio.f16_tile=pair,audio.f16_schedule=cooperative",
+                                                      GK_PRECISION_TF32},
+                                           LaunchCase{"audio.tf32=f16,audio.f16_schedule=pingpong,audio.f16_multicast=off",
+                                                      GK_PRECISION_TF32},
+                                           LaunchCase{"audio.tf32=f16,audio.f16_schedule=pingpong,audio.f16_multicast=weights",
+                                                      GK_PRECISION_TF32},
                                            LaunchCase{"audio.exact=f16", GK_PRECISION_EXACT},
                                            LaunchCase{"audio.exact=tf32x3,audio.activations=prepass",
                                                       GK_PRECISION_EXACT}),
@@ -362,6 +376,53 @@ TEST_F(AudioPreparedWeights, SameBitsAsTheFp16PathOnEverySuiteWorkload) {
       EXPECT_TRUE(js[i].passed(suite.required_matched_ratio)) << what << ": " << js[i].summary(0.99);
     }
   }
+}
+
+// The ping-pong kernel computes each tile as the cooperative one does (the same products in the same order on the
+// same instruction shape, the same epilogue), so it gives the same bits: for both tiles, at row counts with fewer
+// tiles than SMs, an odd number of tiles a CTA, a last row tile cut short (for the 64-row tiles too), and more heads
+// (so a CTA's tiles start mid row tile); with the weights multicast over clusters of two, odd row-tile counts too
+// (a cluster's second row tile past M).
+class AudioF16Schedule : public gk_test::GpuTest {};
+
+TEST_F(AudioF16Schedule, PingpongGivesTheCooperativeBits) {
+  struct Case {
+    int64_t rows, heads;
+  };
+  int pingponged = 0, multicast = 0;
+  for (const Case cs : {Case{1000, 8}, Case{1408, 8}, Case{2112, 8}, Case{4097, 8}, Case{8192, 8}, Case{777, 10},
+                        Case{2050, 6}}) {
+    for (const char* tile : {"head", "pair"}) {
+      AudioProblem p({1, cs.rows, 1024, cs.heads, 128, 1e-6f, GK_PRECISION_TF32});
+      gk_testkit::AudioRecipe r;
+      r.seed = next_seed();
+      p.generate(r, stream());
+      std::vector<uint32_t> bits[3];
+      for (const int pp : {0, 1, 2}) {  // cooperative, ping-pong, ping-pong with the weights multicast
+        const std::string spec = std::string("audio.tf32=f16,audio.f16_tile=") + tile + ",audio.f16_schedule=" +
+                                 (pp ? "pingpong" : "cooperative") +
+                                 (pp == 2 ? ",audio.f16_multicast=weights" : ",audio.f16_multicast=off");
+        const Pinned pin(handle(), spec.c_str());
+        GK_ASSERT_OK(pin.status());
+        std::string plan;
+        GK_ASSERT_OK(gk::audio_qkv_plan(handle(), p.config(), p.tensors(), &plan));
+        pingponged += pp == 1 && plan.find("audio.f16_schedule=pingpong") != std::string::npos;
+        multicast += pp == 2 && plan.find("audio.f16_multicast=weights") != std::string::npos;
+        p.poison_output(stream());
+        GK_ASSERT_OK(p.run(handle(), stream()));
+        bits[pp] = p.output_bits(stream());
+      }
+      const std::string where = std::to_string(cs.rows) + " rows, " + std::to_string(cs.heads) + " heads, " + tile;
+      EXPECT_TRUE(bits[0] == bits[1]) << where;
+      EXPECT_TRUE(bits[0] == bits[2]) << where << ", multicast";
+      p.run_gpu_reference(stream());
+      for (const auto& j : p.judge(0.002, 1e-5, stream())) {
+        EXPECT_TRUE(j.passed(0.99)) << where << ": " << j.summary(0.99);
+      }
+    }
+  }
+  EXPECT_GE(pingponged, 8) << "the ping-pong kernel ran on too few of the cases";
+  EXPECT_GE(multicast, 8) << "the multicast form ran on too few of the cases";
 }
 
 }  // namespace

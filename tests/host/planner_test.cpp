@@ -27,6 +27,7 @@ DeviceInfo hopper() {
   d.audio_tf32_clusters[2] = d.audio_tf32x3_clusters[2] = 66;
   d.audio_tf32_clusters[4] = d.audio_tf32x3_clusters[4] = 30;
   d.head_gemm_clusters = 66;
+  d.audio_f16_pingpong_clusters[0] = d.audio_f16_pingpong_clusters[1] = 66;
   for (int u = 0; u < 2; ++u) {
     d.skinny_proj_blocks_per_sm[u] = 2;
     for (int s = 2; s <= gk::detail::kMaxClusterSplit; ++s) d.skinny_proj_clusters[u][s] = 240 / s;
@@ -252,8 +253,10 @@ TEST(AudioPlanner, SuiteDispatch) {
     const int64_t tiles = (rows + 127) / 128 * 24;
     if (rows >= 2048) {
       EXPECT_EQ(p.path, AudioPath::kSplitkF16);  // fp16 operands from 2048 rows
-      // Two heads a CTA from 4 waves of one-head tiles: 4096 rows and more in the suite.
-      EXPECT_EQ(p.f16_heads, rows >= 4096 ? 2 : 1);
+      // The ping-pong kernel with two heads a tile, in clusters of two sharing the weights.
+      EXPECT_TRUE(p.f16_pingpong);
+      EXPECT_EQ(p.f16_heads, 2);
+      EXPECT_EQ(p.f16_cluster, 2);
     } else if (tiles <= 132) {
       EXPECT_EQ(p.path, AudioPath::kSplitkTf32);
       // One launch: the activations rounded in shared memory (v's weights then too: no register rounding).
@@ -365,6 +368,87 @@ TEST(AudioPlanner, Fp16PairTileOnlyWhereItApplies) {
   EXPECT_EQ(p.f16_heads, 2) << "8192 rows take no K split";
 }
 
+// audio.f16_schedule=pingpong runs the one-term fp16 kernel's tiles on the ping-pong kernel wherever it has no K
+// split, for either tile, and prints the schedule wherever the choice exists; two terms or a K split leave the
+// cooperative kernel, the schedule unprinted.
+TEST(AudioPlanner, Fp16PingpongOnlyWhereItApplies) {
+  for (const gk_precision prec : {GK_PRECISION_TF32, GK_PRECISION_EXACT}) {
+    for (const int64_t rows : {int64_t(128), int64_t(640), int64_t(768), int64_t(8192)}) {
+      for (const char* tile : {"head", "pair"}) {
+        const gk_audio_qkv_config c{1, rows, 1024, 8, 128, 1e-6f, prec};
+        const std::string spec =
+            std::string("audio.tf32=f16,audio.exact=f16,audio.f16_schedule=pingpong,audio.f16_tile=") + tile;
+        gk::audio::AudioPlan p;
+        ASSERT_TRUE(gk::audio::plan_audio(c, hopper(), pins(spec.c_str()), false, 0, &p).ok());
+        ASSERT_EQ(p.path, gk::audio::AudioPath::kSplitkF16);
+        const bool pp = prec == GK_PRECISION_TF32 && p.split == 1;
+        EXPECT_EQ(p.f16_pingpong, pp) << rows << " rows, " << tile << ", split " << p.split;
+        const std::string printed = gk::detail::format_overrides(p.chosen);
+        EXPECT_EQ(printed.find("audio.f16_schedule=pingpong") != std::string::npos, pp) << printed;
+        EXPECT_EQ(printed.find("audio.f16_schedule=") != std::string::npos, pp) << printed;
+      }
+    }
+  }
+  const gk_audio_qkv_config c{1, 8192, 1024, 8, 128, 1e-6f, GK_PRECISION_TF32};
+  gk::audio::AudioPlan p;
+  ASSERT_TRUE(gk::audio::plan_audio(c, hopper(), pins("audio.tf32=f16,audio.f16_schedule=pingpong"), false, 0, &p).ok());
+  EXPECT_EQ(p.split, 1);
+  EXPECT_TRUE(p.f16_pingpong);
+  EXPECT_EQ(p.f16_cluster, 2) << "multicast by default where clusters of two are resident";
+}
+
+// Unpinned, the one-term fp16 path without a K split runs the ping-pong kernel with two heads a tile and multicast
+// weights (the fastest measured form); with no resident cluster, or multicast pinned off, one head a tile (two heads
+// without multicast measured slower). A K split keeps the cooperative kernel.
+TEST(AudioPlanner, Fp16DefaultsToPingpongPairMulticast) {
+  for (const bool resident : {true, false}) {
+    for (const char* extra : {"", ",audio.f16_multicast=off"}) {
+      DeviceInfo d = hopper();
+      if (!resident) d.audio_f16_pingpong_clusters[0] = d.audio_f16_pingpong_clusters[1] = 0;
+      const std::string spec = std::string("audio.tf32=f16") + extra;
+      for (const int64_t heads : {int64_t(8), int64_t(7)}) {
+        const gk_audio_qkv_config c{1, 8192, 1024, heads, 128, 1e-6f, GK_PRECISION_TF32};
+        gk::audio::AudioPlan p;
+        ASSERT_TRUE(gk::audio::plan_audio(c, d, pins(spec.c_str()), false, 0, &p).ok());
+        ASSERT_EQ(p.split, 1);
+        EXPECT_TRUE(p.f16_pingpong) << spec;
+        const bool multicast = resident && *extra == '\0';
+        EXPECT_EQ(p.f16_cluster, multicast ? 2 : 1) << spec << ", " << heads << " heads";
+        EXPECT_EQ(p.f16_heads, multicast && heads % 2 == 0 ? 2 : 1) << spec << ", " << heads << " heads";
+      }
+    }
+  }
+  for (const auto& w : gk_testkit::builtin_suite("054").workloads) {
+    const auto p = audio_plan(w.batch, w.seq_len, GK_PRECISION_TF32);
+    if (p.path != gk::audio::AudioPath::kSplitkF16) continue;
+    EXPECT_EQ(p.f16_pingpong, p.split == 1) << w.batch << "x" << w.seq_len;
+    if (p.split == 1) EXPECT_EQ(p.f16_heads * p.f16_cluster, 4) << w.batch << "x" << w.seq_len;
+  }
+}
+
+// audio.f16_multicast=weights puts the ping-pong kernel's CTAs in clusters of two where that kernel runs and such
+// clusters are resident, and prints itself there; the cooperative kernel, or no resident cluster, leaves it off.
+TEST(AudioPlanner, Fp16MulticastOnlyOnThePingpongKernel) {
+  const gk_audio_qkv_config c{1, 8192, 1024, 8, 128, 1e-6f, GK_PRECISION_TF32};
+  for (const char* tile : {"head", "pair"}) {
+    for (const bool pp : {false, true}) {
+      for (const bool resident : {false, true}) {
+        DeviceInfo d = hopper();
+        if (!resident) d.audio_f16_pingpong_clusters[0] = d.audio_f16_pingpong_clusters[1] = 0;
+        const std::string spec = std::string("audio.tf32=f16,audio.f16_multicast=weights,audio.f16_tile=") + tile +
+                                 ",audio.f16_schedule=" + (pp ? "pingpong" : "cooperative");
+        gk::audio::AudioPlan p;
+        ASSERT_TRUE(gk::audio::plan_audio(c, d, pins(spec.c_str()), false, 0, &p).ok());
+        const bool on = pp && resident;
+        EXPECT_EQ(p.f16_cluster, on ? 2 : 1) << spec;
+        EXPECT_EQ(p.f16_clusters, resident ? 66 : 0) << spec;
+        const std::string printed = gk::detail::format_overrides(p.chosen);
+        EXPECT_EQ(printed.find("audio.f16_multicast=weights") != std::string::npos, on) << printed;
+      }
+    }
+  }
+}
+
 TEST(AudioPlanner, PrintedPlanPinsTheSamePlan) {
   for (const auto& w : gk_testkit::builtin_suite("054").workloads) {
     for (const gk_precision prec : {GK_PRECISION_TF32, GK_PRECISION_EXACT}) {
@@ -376,6 +460,9 @@ TEST(AudioPlanner, PrintedPlanPinsTheSamePlan) {
       EXPECT_EQ(again.split, p.split);
       EXPECT_EQ(again.grid.sk.run, p.grid.sk.run);
       EXPECT_EQ(again.v_round_in_kernel, p.v_round_in_kernel);
+      EXPECT_EQ(again.f16_heads, p.f16_heads);
+      EXPECT_EQ(again.f16_pingpong, p.f16_pingpong);
+      EXPECT_EQ(again.f16_cluster, p.f16_cluster);
     }
   }
 }
