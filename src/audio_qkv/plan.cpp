@@ -13,15 +13,11 @@ constexpr int64_t kMaxRowTiles = 65535;  // the split-K kernels' grid.y
 // The persistent kernel's time goes by rounds of clusters and cuBLASLt's by rows: at two or more rounds cuBLASLt's
 // smaller tiles win below this fill of the last round (v13).
 constexpr double kPersistentMinFill = 0.7;
-// fp16 operands (an operand pass, then the split-K grid: qkv_f16_splitk_sm90.cuh) from these rows on: the tf32 mode
+// fp16 operands (an operand pass, then the ping-pong or split-K GEMM: qkv_f16_launch.cu) from these rows on: the tf32 mode
 // only where the fp16 GEMM's saving outgrows the pass's cost over the weights, one threshold so the rule stays
 // monotone; the exact mode wherever its three fp16 products beat 3xTF32's six tf32 ones by more than the pass,
 // every suite row but (1, 128) (perf log v37, v38, v50).
 constexpr int64_t kTf32F16MinRows = 2048;
-// The one-term fp16 kernel takes two heads a CTA (128 x 256) from this many waves of one-head tiles: a pair tile
-// costs a little less than two one-head tiles (a quarter less L2 traffic a product), and with fewer waves the
-// coarser grid's last wave loses more than that (v50).
-constexpr int64_t kPairMinWaves = 4;
 constexpr int64_t kExactF16MinRows = 129;
 // v's CTAs round their weights in registers only with a K split (v19).
 constexpr bool kVRegistersNeedSplit = true;
@@ -108,22 +104,20 @@ AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, int terms,
   // Its residency is at least the tf32 kernel's (the same shared memory, fewer threads).
   p.split = detail::choose_splitk(dev.sms, dev.audio_tf32_clusters, splitk_tiles(rows, heads),
                                   static_cast<int>(hidden / kF16BK), {4, 2}, /*even_k=*/true);
-  const bool pair_ok = terms == 1 && p.split == 1 && heads % 2 == 0;
-  const bool pingpong_ok = terms == 1 && p.split == 1;
-  // Ping-pong, two heads a tile and multicast weights: the fastest form on every fp16 shape of the suite; without
-  // multicast two heads a tile measured slower than one (docs/perf-log.md v57). The cooperative kernel's own rule
-  // stays for its pin.
-  p.f16_pingpong = pingpong_ok && ov.audio_f16_schedule != 0;
+  // One term without a K split: the ping-pong kernel, faster than the cooperative one in every form measured
+  // (docs/perf-log.md v57); the cooperative kernel keeps the K split and the exact mode. Two heads a tile with
+  // multicast weights was the fastest form on every fp16 shape of the suite; without multicast two heads a tile
+  // measured slower than one.
+  p.f16_pingpong = terms == 1 && p.split == 1;
+  const bool pair_ok = p.f16_pingpong && heads % 2 == 0;
   const bool multicast_pair = ov.audio_f16_multicast != 0 && dev.audio_f16_pingpong_clusters[1] > 0;
-  const bool pair_auto = p.f16_pingpong ? multicast_pair : splitk_tiles(rows, heads) >= kPairMinWaves * dev.sms;
-  const bool pair = ov.audio_f16_tile == detail::kAuto ? pair_auto : ov.audio_f16_tile == 1;
+  const bool pair = ov.audio_f16_tile == detail::kAuto ? multicast_pair : ov.audio_f16_tile == 1;
   p.f16_heads = pair_ok && pair ? 2 : 1;
   p.f16_clusters = dev.audio_f16_pingpong_clusters[p.f16_heads - 1];
   const bool multicast_ok = p.f16_pingpong && p.f16_clusters > 0;
   p.f16_cluster = multicast_ok && ov.audio_f16_multicast != 0 ? 2 : 1;
   p.chosen.audio_tf32 = terms == 1 ? 3 : detail::kAuto;
   p.chosen.audio_f16_tile = pair_ok ? static_cast<int8_t>(p.f16_heads - 1) : detail::kAuto;
-  p.chosen.audio_f16_schedule = pingpong_ok ? static_cast<int8_t>(p.f16_pingpong ? 1 : 0) : detail::kAuto;
   p.chosen.audio_f16_multicast = multicast_ok ? static_cast<int8_t>(p.f16_cluster - 1) : detail::kAuto;
   p.chosen.audio_exact = terms == 2 ? 2 : detail::kAuto;
   plan_launch(ov, capturing, &p);

@@ -33,11 +33,11 @@ struct AudioPlan {
   head_gemm::GridPlan grid;          // clusters and the stream-K plan
   bool v_round_in_kernel = false;    // v's weights rounded by the kernel's idle producer warps (else a pass first)
   bool lag_last_segment = false;     // v's tiles of the first row pairs behind q's and k's (unit_order.hpp)
-  // The fp16 kernel: heads a tile (2: one term, no K split, an even head count).
-  int f16_heads = 1;
   // One term, no K split: the persistent ping-pong kernel (qkv_f16_pingpong_sm90.cuh), a tile per consumer
-  // warpgroup (128 rows x one head, or 64 rows x two heads), instead of one tile a CTA for both.
+  // warpgroup; otherwise the cooperative split-K grid (qkv_f16_splitk_sm90.cuh), one tile a CTA for both.
   bool f16_pingpong = false;
+  // The ping-pong kernel's heads a tile: 1 (128 rows x one head) or 2 (64 rows x two heads; an even head count).
+  int f16_heads = 1;
   // The ping-pong kernel's CTAs a cluster (2: each loads half of a tile's weight rows and multicasts them to both),
   // and how many such clusters are resident (the grid).
   int f16_cluster = 1;

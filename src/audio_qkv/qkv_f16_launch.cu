@@ -1,6 +1,7 @@
 // Launch of the audio QKV projection on fp16 operands (issue 38): one pass makes the activations' and (unless
-// prepared) the weights' fp16 operands with their row exponents (f16_rows.cuh), then the split-K grid
-// (qkv_f16_splitk_sm90.cuh, one or two terms) runs as its programmatic dependent, dividing the exponents back out.
+// prepared) the weights' fp16 operands with their row exponents (f16_rows.cuh), then the GEMM runs as its
+// programmatic dependent, dividing the exponents back out: the ping-pong kernel (qkv_f16_pingpong_sm90.cuh; one term,
+// no K split) or the cooperative split-K grid (qkv_f16_splitk_sm90.cuh; a K split, or two terms).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -39,14 +40,14 @@ int f16_call_matrices(const QkvGemmParams& p, const F16Operands& f16, bool weigh
 
 Status prepare_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan, const F16Operands& f16,
                               bool weights_prepared, detail::LaunchList* out) {
-  using Tr = QkvF16Traits<1>;  // the tile and K-block both forms share
+  using Tr = QkvF16Traits<1>;  // the tile and K-block the kernels share
   QkvGemmParams p = params;
   const int split = plan.split, terms = f16.terms;
   const int64_t n = int64_t(p.heads) * Tr::kBN, w_rows = 3 * n;
   if (!splitk_supported(p.m, p.k_dim, p.heads) || p.k_dim % Tr::kBK != 0 || (split != 1 && split != 2 && split != 4) ||
       (p.k_dim / Tr::kBK) % split != 0 || (terms != 1 && terms != 2) ||
-      (plan.f16_heads != 1 && (plan.f16_heads != 2 || terms != 1 || split != 1 || p.heads % 2 != 0)) ||
-      (plan.f16_pingpong && (terms != 1 || split != 1))) {
+      (plan.f16_heads != 1 && (plan.f16_heads != 2 || !plan.f16_pingpong || p.heads % 2 != 0)) ||
+      plan.f16_pingpong != (terms == 1 && split == 1)) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: M = %d, hidden %d, K split %d outside the fp16 kernel", kOp,
                          p.m, p.k_dim, split);
   }
@@ -60,7 +61,6 @@ Status prepare_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan
   // [rows, K] fp16 in 64-column x 128-row boxes (the ping-pong kernel's two-head tiles: 64-row activation boxes);
   // rows past the end read as zeros.
   const uint64_t k = uint64_t(p.k_dim), stride[1] = {k * 2};
-  const uint32_t box[2] = {Tr::kBK, Tr::kBM};
   // The ping-pong kernel: 64-row weight boxes (two CTAs may share a tile's rows); with two heads a tile, 64-row
   // activation boxes.
   const bool pp = plan.f16_pingpong;
@@ -92,19 +92,15 @@ Status prepare_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan
     return Status::Ok();
   }
   const int64_t m_tiles = (int64_t(p.m) + Tr::kBM - 1) / Tr::kBM;
-  const dim3 grid(static_cast<unsigned>(3 * p.heads / plan.f16_heads), static_cast<unsigned>(m_tiles),
-                  static_cast<unsigned>(split));
+  const dim3 grid(static_cast<unsigned>(3 * p.heads), static_cast<unsigned>(m_tiles), static_cast<unsigned>(split));
   const char* what = "fp16 QKV kernel launch";
   const auto make = [&](auto kernel, size_t smem) {
-    const int threads = terms == 1 ? QkvF16Traits<1>::kThreads : QkvF16Traits<2>::kThreads;  // (kHeads: the same)
+    const int threads = terms == 1 ? QkvF16Traits<1>::kThreads : QkvF16Traits<2>::kThreads;
     const detail::LaunchShape shape{grid, threads, smem, split > 1, /*programmatic=*/true};
     gemm = detail::KernelLaunch(what, kernel, shape, a_map, w_map, p);
   };
-  if (plan.f16_heads == 2) {
-    make(audio_qkv_f16_kernel<1, false, 2>, QkvF16Traits<1, 2>::kSmemBytes);
-  } else if (terms == 1) {
-    split > 1 ? make(audio_qkv_f16_kernel<1, true>, QkvF16Traits<1>::kSmemBytes)
-              : make(audio_qkv_f16_kernel<1, false>, QkvF16Traits<1>::kSmemBytes);
+  if (terms == 1) {
+    make(audio_qkv_f16_kernel<1, true>, QkvF16Traits<1>::kSmemBytes);  // (one term without a split: ping-pong)
   } else {
     split > 1 ? make(audio_qkv_f16_kernel<2, true>, QkvF16Traits<2>::kSmemBytes)
               : make(audio_qkv_f16_kernel<2, false>, QkvF16Traits<2>::kSmemBytes);
@@ -114,10 +110,7 @@ Status prepare_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan
 
 Status prepare_f16_kernels(detail::DeviceInfo* dev) {
   const auto opt_in = [](const void* kernel, size_t bytes) { return detail::set_smem_opt_in(kOp, kernel, bytes); };
-  GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<1, false>), QkvF16Traits<1>::kSmemBytes));
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<1, true>), QkvF16Traits<1>::kSmemBytes));
-  GK_RETURN_IF_ERROR(
-      opt_in(reinterpret_cast<const void*>(audio_qkv_f16_kernel<1, false, 2>), QkvF16Traits<1, 2>::kSmemBytes));
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_pingpong_kernel<1, 1>),
                             QkvF16PingpongTraits<1, 1>::kSmemBytes));
   GK_RETURN_IF_ERROR(opt_in(reinterpret_cast<const void*>(audio_qkv_f16_pingpong_kernel<2, 1>),

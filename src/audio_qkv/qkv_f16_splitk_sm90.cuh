@@ -11,11 +11,10 @@
 //
 // No rounding warps: warpgroups 0 and 1 consume 64 rows each with wgmma.m64n128k16.f16 straight off the TMA barriers
 // (a K-block is 64 fp16 = 128 bytes, one swizzle row, four k16 steps of 32 bytes: the tf32 kernel's byte layout),
-// warp 8 issues the loads (9 warps; with two terms a whole producer warpgroup, 12). kHeads = 2 (one term, no K
-// split): a CTA takes two neighbouring heads of q, k or v, 128 x 256 with wgmma.m64n256k16: each K-block's activation
-// tile then serves two heads, a quarter less L2 traffic a product than one head a CTA. The operand buffers hold the
-// hi rows, then (two terms) the lo rows: activations [terms * M][K], weights [terms * 3 * H * 128][K] (q's rows,
-// k's, v's). The kernel launches as the last pass's programmatic dependent.
+// warp 8 issues the loads (9 warps; with two terms a whole producer warpgroup, 12). One term runs here only with a K
+// split: without one the ping-pong kernel (qkv_f16_pingpong_sm90.cuh) is faster in every form measured (perf log
+// v57). The operand buffers hold the hi rows, then (two terms) the lo rows: activations [terms * M][K], weights
+// [terms * 3 * H * 128][K] (q's rows, k's, v's). The kernel launches as the last pass's programmatic dependent.
 #pragma once
 
 #include <cuda.h>
@@ -30,25 +29,20 @@
 
 namespace gk::audio {
 
-template <int kTerms_, int kHeads_ = 1>
+template <int kTerms_>
 struct QkvF16Traits {
-  static constexpr int kTerms = kTerms_, kHeads = kHeads_;
+  static constexpr int kTerms = kTerms_;
   static constexpr int kBM = 128, kBN = 128, kBK = 64;  // a head's tile; kBK fp16 = 128 bytes: one swizzle row
   // Two consumer warpgroups and the TMA warp; two terms: a whole producer warpgroup, so that setmaxnreg can give the
   // consumers the registers of three accumulators (kConsumerRegs).
   static constexpr int kThreads = kTerms == 1 ? 128 * 2 + 32 : 128 * 3;
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
   static constexpr uint32_t kTileBytes = kBM * kBK * 2;  // 16 KB (kBN == kBM)
-  static constexpr uint32_t kStageBytes = (1 + kHeads) * kTerms * kTileBytes;  // A hi, W hi (, A lo, W lo)
-  static constexpr int kStages = kTerms == 2 ? 3 : (kHeads == 1 ? 6 : 4);
+  static constexpr uint32_t kStageBytes = 2 * kTerms * kTileBytes;  // A hi, W hi (, A lo, W lo)
+  static constexpr int kStages = kTerms == 2 ? 3 : 6;
   static constexpr int kConsumerWarps = 8;
-  // One term: the epilogue's inputs staged in shared memory (without a K split): the row tile's exponents, the
-  // heads' column exponents, the norm weights. With two terms that measured slower (docs/perf-log.md v52).
-  static constexpr bool kStaged = kTerms == 1;
-  static constexpr size_t kStagedBytes = kStaged ? 4 * StagedArea<kBM, kHeads * kBN, kBN>::kWords : 0;
-  static constexpr size_t kSmemBytes = 1024 + size_t(kStages) * kStageBytes + 2 * 8 * kStages + kStagedBytes;
+  static constexpr size_t kSmemBytes = 1024 + size_t(kStages) * kStageBytes + 2 * 8 * kStages;
   static_assert(kTerms == 1 || kTerms == 2, "one or two fp16 terms");
-  static_assert(kHeads == 1 || (kHeads == 2 && kTerms == 1), "two heads a CTA with one term only");
   static_assert(kBM == QkvTile::kRows && kBN == QkvTile::kCols, "the epilogue's tile");
   static_assert(QkvTile::kParkBytes <= size_t(kStages) * kStageBytes, "partials fit in the ring");
   static_assert(kSmemBytes <= 227 * 1024, "the opt-in shared-memory limit (the 1024 covers the base's alignment)");
@@ -56,22 +50,21 @@ struct QkvF16Traits {
 
 // kClusterSplit: K is split over the CTAs of a cluster along z (cluster size = gridDim.z), reduced through DSMEM.
 // a_map: the fp16 activations [kTerms * M, K]; w_map: the weights [kTerms * 3 * H * 128, K] (64 x 128 boxes).
-// kHeads: heads a CTA (2: no K split; p.heads even).
-template <int kTerms, bool kClusterSplit, int kHeads = 1>
-__global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
+template <int kTerms, bool kClusterSplit>
+__global__ void __launch_bounds__(QkvF16Traits<kTerms>::kThreads, 1)
     audio_qkv_f16_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap w_map,
                          const QkvGemmParams p) {
-  using Tr = QkvF16Traits<kTerms, kHeads>;
-  static_assert(kHeads == 1 || !kClusterSplit, "two heads a CTA without a K split");
+  using Tr = QkvF16Traits<kTerms>;
+  static_assert(kTerms == 2 || kClusterSplit, "one term without a K split runs on the ping-pong kernel");
   extern __shared__ unsigned char smem_raw[];
   const uint32_t base = device::smem_base_1024(smem_raw), bar = base + Tr::kStages * Tr::kStageBytes;
   const device::Pipeline<Tr::kStages> pipe{bar, bar + 8u * Tr::kStages};
   const auto stage = [&](int s) { return base + s * Tr::kStageBytes; };
-  // Tiles of a stage: A hi, W hi (kHeads head tiles), then A lo, W lo.
+  // Tiles of a stage: A hi, W hi, then A lo, W lo.
   const auto tile = [&](int s, int t) { return stage(s) + t * Tr::kTileBytes; };
 
-  const int n_tile = blockIdx.x, ctas_per = p.heads / kHeads;  // which * ctas_per + head / kHeads
-  const int which = n_tile / ctas_per, head = n_tile % ctas_per * kHeads;
+  const int n_tile = blockIdx.x;  // which * heads + head
+  const int which = n_tile / p.heads, head = n_tile % p.heads;
   const int m0 = blockIdx.y * Tr::kBM;
   const int kb0 = blockIdx.z * p.k_blocks;
   const int lane = threadIdx.x % 32;
@@ -101,7 +94,6 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
         const uint32_t full = pipe.producer_acquire(i, Tr::kStageBytes);
         device::tma_load_2d(tile(s, 0), &a_map, full, col, m0);
         device::tma_load_2d(tile(s, 1), &w_map, full, col, w_row0);
-        if constexpr (kHeads == 2) device::tma_load_2d(tile(s, 2), &w_map, full, col, w_row0 + Tr::kBN);
         if constexpr (kTerms == 2) {
           // The lo rows follow the hi rows (the last row tile's rows past M read lo rows: never stored).
           device::tma_load_2d(tile(s, 2), &a_map, full, col, p.m + m0);
@@ -117,26 +109,6 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
   }
 
   // ---------------- consumers ----------------
-  // One term: the outputs stream past L2 (evict first), written once and never read here; with two terms that
-  // measured slower (docs/perf-log.md v52).
-  constexpr bool kStream = kTerms == 1;
-  // Staged (Tr::kStaged, no K split): the epilogue's per-row and per-column inputs go to shared memory first thing,
-  // their loads overlapping the ring's first fill, so that the epilogue waits on no global load (perf log v52).
-  // (after the barriers; a generic pointer from its shared-memory address)
-  const StagedArea<Tr::kBM, kHeads * Tr::kBN, Tr::kBN> st(smem_raw, bar + 16u * Tr::kStages);
-  constexpr bool kStage = Tr::kStaged && !kClusterSplit;
-  if constexpr (kStage) {
-    device::grid_dependency_wait();  // the exponents come from the pass
-    const int ct = threadIdx.x, n_out = p.heads * Tr::kBN;  // consumer threads 0..255
-    if (ct < Tr::kBM) {
-      st.a[ct] = m0 + ct < p.m ? p.a_exps[m0 + ct] : 0;
-    } else if (which < 2) {
-      st.n[ct - Tr::kBM] = (which == 0 ? p.q_norm : p.k_norm)[ct - Tr::kBM];
-    }
-    for (int c = ct; c < kHeads * Tr::kBN; c += 256) st.w[c] = p.w_exps[which * n_out + head * Tr::kBN + c];
-    device::named_barrier_sync(2, 256);
-  }
-  const auto staged = [&](int h) { return st.inputs(h, Tr::kBN, which < 2); };
   if constexpr (kTerms == 2) device::regs_alloc<Tr::kConsumerRegs>();
   const int wg = threadIdx.x / 128;
   float acc[16][4];
@@ -184,45 +156,26 @@ __global__ void __launch_bounds__(QkvF16Traits<kTerms, kHeads>::kThreads, 1)
     }
   } else {
     // One term: the products straight into the accumulators, one K-block's group in flight, its stage freed once
-    // the next group is issued and the earlier one retired. `mma` is the tile's wgmma over one k16 step.
-    const auto one_term = [&](auto& d, auto mma) {
-      for (int i = 0; i < p.k_blocks; ++i) {
-        const int s = pipe.stage(i);
-        device::mbar_wait(pipe.full(s), pipe.parity(i));
-        device::wgmma_fence();
+    // the next group is issued and the earlier one retired.
+    for (int i = 0; i < p.k_blocks; ++i) {
+      const int s = pipe.stage(i);
+      device::mbar_wait(pipe.full(s), pipe.parity(i));
+      device::wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < Tr::kBK / 16; ++kk) mma(d, a(s, 0, kk), b(s, 1, kk));
-        device::wgmma_commit();
-        device::wgmma_wait<1>();
-        device::fence_accumulators(d);
-        if (i > 0 && lane == 0) pipe.consumer_release(i - 1);
-      }
-      device::wgmma_wait<0>();
-      device::fence_accumulators(d);
-    };
-    if constexpr (kHeads == 2) {
-      // The two heads' weight tiles lie one after the other: one 256-row K-major operand.
-      float acc2[32][4];
-#pragma unroll
-      for (int j = 0; j < 32; ++j) acc2[j][0] = acc2[j][1] = acc2[j][2] = acc2[j][3] = 0.f;
-      one_term(acc2, [](float(&d)[32][4], uint64_t da, uint64_t db) { device::wgmma_m64n256k16_f16_ss(d, da, db, 1); });
-      static_assert(kStage, "the pair tile's epilogue inputs are staged (after the grid dependency)");
-      using Half = float(&)[16][4];
-      store_qkv_tile<false, /*kUnscale=*/true, kStream>(reinterpret_cast<Half>(acc2[0]), p, which, head, m0, wg, base,
-                                                        false, staged(0));
-      store_qkv_tile<false, /*kUnscale=*/true, kStream>(reinterpret_cast<Half>(acc2[16]), p, which, head + 1, m0, wg,
-                                                        base, false, staged(1));
-      return;
-    } else {
-      one_term(acc, [](float(&d)[16][4], uint64_t da, uint64_t db) { device::wgmma_m64n128k16_f16_ss(d, da, db, 1); });
+      for (int kk = 0; kk < Tr::kBK / 16; ++kk) device::wgmma_m64n128k16_f16_ss(acc, a(s, 0, kk), b(s, 1, kk), 1);
+      device::wgmma_commit();
+      device::wgmma_wait<1>();
+      device::fence_accumulators(acc);
+      if (i > 0 && lane == 0) pipe.consumer_release(i - 1);
     }
+    device::wgmma_wait<0>();
+    device::fence_accumulators(acc);
   }
-  // Unstaged, the epilogue reads the passes' exponents with ordinary loads: the grid dependency is this thread's own
-  // to wait for (long met by now: the stages it consumed came after the TMA warp's wait). Staged, it waited first.
-  if constexpr (!kStage) device::grid_dependency_wait();
+  // The epilogue reads the passes' exponents with ordinary loads: the grid dependency is this thread's own to wait
+  // for (long met by now: the stages it consumed came after the TMA warp's wait).
+  device::grid_dependency_wait();
   // The ring's shared memory is free for the split-K epilogue's partials once every stage is consumed.
-  store_qkv_tile<kClusterSplit, /*kUnscale=*/true, kStream>(acc, p, which, head, m0, wg, base, false,
-                                                            kStage ? staged(0) : StagedInputs{});
+  store_qkv_tile<kClusterSplit, /*kUnscale=*/true>(acc, p, which, head, m0, wg, base);
 }
 
 }  // namespace gk::audio

@@ -32,7 +32,6 @@ constexpr Key kKeys[] = {
     {"audio.activations", &Overrides::audio_activations, {"prepass", "smem", nullptr}},
     {"audio.exact", &Overrides::audio_exact, {"tf32x3", "cublas", "f16", nullptr}},
     {"audio.f16_tile", &Overrides::audio_f16_tile, {"head", "pair", nullptr}},
-    {"audio.f16_schedule", &Overrides::audio_f16_schedule, {"cooperative", "pingpong", nullptr}},
     {"audio.f16_multicast", &Overrides::audio_f16_multicast, {"off", "weights", nullptr}},
     {"launch", &Overrides::launch, {"stream", "graph", nullptr}},
 };

@@ -35,9 +35,7 @@ struct Overrides {
   int8_t audio_v_weights = kAuto;    // 0 smem, 1 registers: where the split-K tf32 kernel rounds v's weights
   int8_t audio_activations = kAuto;  // 0 prepass, 1 smem: where the split-K kernels prepare the activations
   int8_t audio_exact = kAuto;        // 0 tf32x3, 1 cublas, 2 f16 (two fp16 terms): the exact mode's kernel
-  int8_t audio_f16_tile = kAuto;     // 0 head, 1 pair: one or two heads a tile of the one-term fp16 kernel
-  int8_t audio_f16_schedule = kAuto;  // 0 cooperative, 1 pingpong: the one-term fp16 kernel's consumer warpgroups on
-                                      // one tile, or each on its own tile of a persistent walk
+  int8_t audio_f16_tile = kAuto;     // 0 head, 1 pair: one or two heads a tile of the ping-pong fp16 kernel
   int8_t audio_f16_multicast = kAuto;  // 0 off, 1 weights: the ping-pong kernel's CTAs in clusters of two sharing
                                        // each tile's weight rows (TMA multicast)
   // Every operator.

@@ -214,16 +214,10 @@ INSTANTIATE_TEST_SUITE_P(Plans, AudioPinned,
                                            "audio.tf32=splitk,audio.activations=smem,audio.exact=tf32x3",
                                            "audio.tf32=f16,audio.exact=f16", "audio.tf32=persistent,audio.exact=tf32x3",
                                            "audio.tf32=f16,audio.exact=f16,launch=stream",
-                                           "audio.tf32=f16,audio.f16_tile=pair,audio.f16_schedule=cooperative",
-                                           "audio.tf32=f16,audio.f16_tile=head,audio.f16_schedule=cooperative",
-                                           "audio.tf32=f16,audio.f16_tile=head,audio.f16_schedule=pingpong,"
-                                           "audio.f16_multicast=off",
-                                           "audio.tf32=f16,audio.f16_tile=pair,audio.f16_schedule=pingpong,"
-                                           "audio.f16_multicast=off",
-                                           "audio.tf32=f16,audio.f16_tile=head,audio.f16_schedule=pingpong,"
-                                           "audio.f16_multicast=weights",
-                                           "audio.tf32=f16,audio.f16_tile=pair,audio.f16_schedule=pingpong,"
-                                           "audio.f16_multicast=weights"),
+                                           "audio.tf32=f16,audio.f16_tile=head,audio.f16_multicast=off",
+                                           "audio.tf32=f16,audio.f16_tile=pair,audio.f16_multicast=off",
+                                           "audio.tf32=f16,audio.f16_tile=head,audio.f16_multicast=weights",
+                                           "audio.tf32=f16,audio.f16_tile=pair,audio.f16_multicast=weights"),
                          [](const auto& info) { return "p" + std::to_string(info.index); });
 
 // A call of two kernels (a pass and its GEMM) as one graph launch (launch_graph.hpp) gives the bits of the same two
@@ -276,12 +270,8 @@ INSTANTIATE_TEST_SUITE_P(Passes, AudioLaunchGraph,
                          ::testing::Values(LaunchCase{"audio.tf32=persistent,audio.v_round=pass", GK_PRECISION_TF32},
                                            LaunchCase{"audio.tf32=splitk,audio.activations=prepass", GK_PRECISION_TF32},
                                            LaunchCase{"audio.tf32=f16", GK_PRECISION_TF32},
-                                           LaunchCase{"audio.tf32=f16,audio.f16_tile=pair,audio.f16_schedule=cooperative",
-                                                      GK_PRECISION_TF32},
-                                           LaunchCase{"audio.tf32=f16,audio.f16_schedule=pingpong,audio.f16_multicast=off",
-                                                      GK_PRECISION_TF32},
-                                           LaunchCase{"audio.tf32=f16,audio.f16_schedule=pingpong,audio.f16_multicast=weights",
-                                                      GK_PRECISION_TF32},
+                                           LaunchCase{"audio.tf32=f16,audio.f16_tile=head", GK_PRECISION_TF32},
+                                           LaunchCase{"audio.tf32=f16,audio.f16_multicast=off", GK_PRECISION_TF32},
                                            LaunchCase{"audio.exact=f16", GK_PRECISION_EXACT},
                                            LaunchCase{"audio.exact=tf32x3,audio.activations=prepass",
                                                       GK_PRECISION_EXACT}),
@@ -378,14 +368,14 @@ TEST_F(AudioPreparedWeights, SameBitsAsTheFp16PathOnEverySuiteWorkload) {
   }
 }
 
-// The ping-pong kernel computes each tile as the cooperative one does (the same products in the same order on the
-// same instruction shape, the same epilogue), so it gives the same bits: for both tiles, at row counts with fewer
-// tiles than SMs, an odd number of tiles a CTA, a last row tile cut short (for the 64-row tiles too), and more heads
-// (so a CTA's tiles start mid row tile); with the weights multicast over clusters of two, odd row-tile counts too
-// (a cluster's second row tile past M).
-class AudioF16Schedule : public gk_test::GpuTest {};
+// The ping-pong kernel's forms against the GPU reference under the official rule, and the clustered form (each CTA
+// loading half of a tile's weight rows, multicast to both) against the unclustered one bit for bit (the same
+// products in the same order): for both tiles, at row counts with fewer tiles than SMs, an odd number of tiles a
+// CTA, a last row tile cut short (for the 64-row tiles too), more heads (so a CTA's tiles start mid row tile), and
+// odd row-tile counts (a cluster's second row tile past M).
+class AudioF16Pingpong : public gk_test::GpuTest {};
 
-TEST_F(AudioF16Schedule, PingpongGivesTheCooperativeBits) {
+TEST_F(AudioF16Pingpong, MulticastGivesTheSameBits) {
   struct Case {
     int64_t rows, heads;
   };
@@ -397,31 +387,30 @@ TEST_F(AudioF16Schedule, PingpongGivesTheCooperativeBits) {
       gk_testkit::AudioRecipe r;
       r.seed = next_seed();
       p.generate(r, stream());
-      std::vector<uint32_t> bits[3];
-      for (const int pp : {0, 1, 2}) {  // cooperative, ping-pong, ping-pong with the weights multicast
-        const std::string spec = std::string("audio.tf32=f16,audio.f16_tile=") + tile + ",audio.f16_schedule=" +
-                                 (pp ? "pingpong" : "cooperative") +
-                                 (pp == 2 ? ",audio.f16_multicast=weights" : ",audio.f16_multicast=off");
+      std::vector<uint32_t> bits[2];
+      for (const int mc : {0, 1}) {
+        const std::string spec = std::string("audio.tf32=f16,audio.f16_tile=") + tile +
+                                 (mc ? ",audio.f16_multicast=weights" : ",audio.f16_multicast=off");
         const Pinned pin(handle(), spec.c_str());
         GK_ASSERT_OK(pin.status());
-        std::string plan;
-        GK_ASSERT_OK(gk::audio_qkv_plan(handle(), p.config(), p.tensors(), &plan));
-        pingponged += pp == 1 && plan.find("audio.f16_schedule=pingpong") != std::string::npos;
-        multicast += pp == 2 && plan.find("audio.f16_multicast=weights") != std::string::npos;
+        std::string printed;
+        GK_ASSERT_OK(gk::audio_qkv_plan(handle(), p.config(), p.tensors(), &printed));
+        pingponged += printed.find("audio.f16_tile=") != std::string::npos || printed.find("audio.f16_multicast=") !=
+                                                                                    std::string::npos;
+        multicast += mc == 1 && printed.find("audio.f16_multicast=weights") != std::string::npos;
         p.poison_output(stream());
         GK_ASSERT_OK(p.run(handle(), stream()));
-        bits[pp] = p.output_bits(stream());
+        bits[mc] = p.output_bits(stream());
+        const std::string where = std::to_string(cs.rows) + " rows, " + std::to_string(cs.heads) + " heads, " + spec;
+        p.run_gpu_reference(stream());
+        for (const auto& j : p.judge(0.002, 1e-5, stream())) {
+          EXPECT_TRUE(j.passed(0.99)) << where << ": " << j.summary(0.99);
+        }
       }
-      const std::string where = std::to_string(cs.rows) + " rows, " + std::to_string(cs.heads) + " heads, " + tile;
-      EXPECT_TRUE(bits[0] == bits[1]) << where;
-      EXPECT_TRUE(bits[0] == bits[2]) << where << ", multicast";
-      p.run_gpu_reference(stream());
-      for (const auto& j : p.judge(0.002, 1e-5, stream())) {
-        EXPECT_TRUE(j.passed(0.99)) << where << ": " << j.summary(0.99);
-      }
+      EXPECT_TRUE(bits[0] == bits[1]) << cs.rows << " rows, " << cs.heads << " heads, " << tile << ", multicast";
     }
   }
-  EXPECT_GE(pingponged, 8) << "the ping-pong kernel ran on too few of the cases";
+  EXPECT_GE(pingponged, 16) << "the ping-pong kernel ran on too few of the cases";
   EXPECT_GE(multicast, 8) << "the multicast form ran on too few of the cases";
 }
 

@@ -368,33 +368,54 @@ TEST(AudioPlanner, Fp16PairTileOnlyWhereItApplies) {
   EXPECT_EQ(p.f16_heads, 2) << "8192 rows take no K split";
 }
 
-// audio.f16_schedule=pingpong runs the one-term fp16 kernel's tiles on the ping-pong kernel wherever it has no K
-// split, for either tile, and prints the schedule wherever the choice exists; two terms or a K split leave the
-// cooperative kernel, the schedule unprinted.
-TEST(AudioPlanner, Fp16PingpongOnlyWhereItApplies) {
+// The one-term fp16 path runs the ping-pong kernel wherever it has no K split, for either tile; two terms or a K
+// split run the cooperative kernel.
+TEST(AudioPlanner, Fp16PingpongWhereOneTermHasNoSplit) {
   for (const gk_precision prec : {GK_PRECISION_TF32, GK_PRECISION_EXACT}) {
     for (const int64_t rows : {int64_t(128), int64_t(640), int64_t(768), int64_t(8192)}) {
       for (const char* tile : {"head", "pair"}) {
         const gk_audio_qkv_config c{1, rows, 1024, 8, 128, 1e-6f, prec};
-        const std::string spec =
-            std::string("audio.tf32=f16,audio.exact=f16,audio.f16_schedule=pingpong,audio.f16_tile=") + tile;
+        const std::string spec = std::string("audio.tf32=f16,audio.exact=f16,audio.f16_tile=") + tile;
         gk::audio::AudioPlan p;
         ASSERT_TRUE(gk::audio::plan_audio(c, hopper(), pins(spec.c_str()), false, 0, &p).ok());
         ASSERT_EQ(p.path, gk::audio::AudioPath::kSplitkF16);
-        const bool pp = prec == GK_PRECISION_TF32 && p.split == 1;
-        EXPECT_EQ(p.f16_pingpong, pp) << rows << " rows, " << tile << ", split " << p.split;
-        const std::string printed = gk::detail::format_overrides(p.chosen);
-        EXPECT_EQ(printed.find("audio.f16_schedule=pingpong") != std::string::npos, pp) << printed;
-        EXPECT_EQ(printed.find("audio.f16_schedule=") != std::string::npos, pp) << printed;
+        EXPECT_EQ(p.f16_pingpong, prec == GK_PRECISION_TF32 && p.split == 1) << rows << " rows, " << tile;
       }
     }
   }
   const gk_audio_qkv_config c{1, 8192, 1024, 8, 128, 1e-6f, GK_PRECISION_TF32};
   gk::audio::AudioPlan p;
-  ASSERT_TRUE(gk::audio::plan_audio(c, hopper(), pins("audio.tf32=f16,audio.f16_schedule=pingpong"), false, 0, &p).ok());
+  ASSERT_TRUE(gk::audio::plan_audio(c, hopper(), pins("audio.tf32=f16"), false, 0, &p).ok());
   EXPECT_EQ(p.split, 1);
   EXPECT_TRUE(p.f16_pingpong);
   EXPECT_EQ(p.f16_cluster, 2) << "multicast by default where clusters of two are resident";
+  const gk_audio_qkv_config few{1, 128, 1024, 8, 128, 1e-6f, GK_PRECISION_TF32};
+  ASSERT_TRUE(gk::audio::plan_audio(few, hopper(), pins("audio.tf32=f16"), false, 0, &p).ok());
+  EXPECT_GT(p.split, 1) << "one row tile: a K split";
+  EXPECT_FALSE(p.f16_pingpong);
+}
+
+// audio.f16_multicast=weights puts the ping-pong kernel's CTAs in clusters of two where that kernel runs and such
+// clusters are resident, and prints itself there; a K split (the cooperative kernel), or no resident cluster, leaves
+// it off.
+TEST(AudioPlanner, Fp16MulticastOnlyOnThePingpongKernel) {
+  for (const int64_t rows : {int64_t(128), int64_t(8192)}) {
+    for (const char* tile : {"head", "pair"}) {
+      for (const bool resident : {false, true}) {
+        DeviceInfo d = hopper();
+        if (!resident) d.audio_f16_pingpong_clusters[0] = d.audio_f16_pingpong_clusters[1] = 0;
+        const gk_audio_qkv_config c{1, rows, 1024, 8, 128, 1e-6f, GK_PRECISION_TF32};
+        const std::string spec = std::string("audio.tf32=f16,audio.f16_multicast=weights,audio.f16_tile=") + tile;
+        gk::audio::AudioPlan p;
+        ASSERT_TRUE(gk::audio::plan_audio(c, d, pins(spec.c_str()), false, 0, &p).ok());
+        const bool on = p.f16_pingpong && resident;
+        EXPECT_EQ(p.f16_pingpong, rows == 8192) << spec;
+        EXPECT_EQ(p.f16_cluster, on ? 2 : 1) << spec;
+        const std::string printed = gk::detail::format_overrides(p.chosen);
+        EXPECT_EQ(printed.find("audio.f16_multicast=weights") != std::string::npos, on) << printed;
+      }
+    }
+  }
 }
 
 // Unpinned, the one-term fp16 path without a K split runs the ping-pong kernel with two heads a tile and multicast
@@ -423,29 +444,6 @@ TEST(AudioPlanner, Fp16DefaultsToPingpongPairMulticast) {
     if (p.path != gk::audio::AudioPath::kSplitkF16) continue;
     EXPECT_EQ(p.f16_pingpong, p.split == 1) << w.batch << "x" << w.seq_len;
     if (p.split == 1) EXPECT_EQ(p.f16_heads * p.f16_cluster, 4) << w.batch << "x" << w.seq_len;
-  }
-}
-
-// audio.f16_multicast=weights puts the ping-pong kernel's CTAs in clusters of two where that kernel runs and such
-// clusters are resident, and prints itself there; the cooperative kernel, or no resident cluster, leaves it off.
-TEST(AudioPlanner, Fp16MulticastOnlyOnThePingpongKernel) {
-  const gk_audio_qkv_config c{1, 8192, 1024, 8, 128, 1e-6f, GK_PRECISION_TF32};
-  for (const char* tile : {"head", "pair"}) {
-    for (const bool pp : {false, true}) {
-      for (const bool resident : {false, true}) {
-        DeviceInfo d = hopper();
-        if (!resident) d.audio_f16_pingpong_clusters[0] = d.audio_f16_pingpong_clusters[1] = 0;
-        const std::string spec = std::string("audio.tf32=f16,audio.f16_multicast=weights,audio.f16_tile=") + tile +
-                                 ",audio.f16_schedule=" + (pp ? "pingpong" : "cooperative");
-        gk::audio::AudioPlan p;
-        ASSERT_TRUE(gk::audio::plan_audio(c, d, pins(spec.c_str()), false, 0, &p).ok());
-        const bool on = pp && resident;
-        EXPECT_EQ(p.f16_cluster, on ? 2 : 1) << spec;
-        EXPECT_EQ(p.f16_clusters, resident ? 66 : 0) << spec;
-        const std::string printed = gk::detail::format_overrides(p.chosen);
-        EXPECT_EQ(printed.find("audio.f16_multicast=weights") != std::string::npos, on) << printed;
-      }
-    }
   }
 }
 
