@@ -47,7 +47,8 @@ Status prepare_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan
   if (!splitk_supported(p.m, p.k_dim, p.heads) || p.k_dim % Tr::kBK != 0 || (split != 1 && split != 2 && split != 4) ||
       (p.k_dim / Tr::kBK) % split != 0 || (terms != 1 && terms != 2) ||
       (plan.f16_heads != 1 && (plan.f16_heads != 2 || !plan.f16_pingpong || p.heads % 2 != 0)) ||
-      plan.f16_pingpong != (terms == 1 && split == 1)) {
+      plan.f16_pingpong != (terms == 1 && split == 1) ||
+      (plan.f16_cluster != 1 && (plan.f16_cluster != 2 || !plan.f16_pingpong || plan.f16_clusters <= 0))) {
     return detail::error(GK_STATUS_INTERNAL_ERROR, "%s: M = %d, hidden %d, K split %d outside the fp16 kernel", kOp,
                          p.m, p.k_dim, split);
   }

@@ -370,9 +370,9 @@ TEST_F(AudioPreparedWeights, SameBitsAsTheFp16PathOnEverySuiteWorkload) {
 
 // The ping-pong kernel's forms against the GPU reference under the official rule, and the clustered form (each CTA
 // loading half of a tile's weight rows, multicast to both) against the unclustered one bit for bit (the same
-// products in the same order): for both tiles, at row counts with fewer tiles than SMs, an odd number of tiles a
-// CTA, a last row tile cut short (for the 64-row tiles too), more heads (so a CTA's tiles start mid row tile), and
-// odd row-tile counts (a cluster's second row tile past M).
+// products in the same order): for both tiles, at row counts with fewer units than resident CTAs (384 rows), an
+// odd number of tiles a CTA, a last row tile cut short (for the 64-row tiles too), more heads (so a CTA's tiles
+// start mid row tile), and odd row-tile counts (a cluster's second row tile past M).
 class AudioF16Pingpong : public gk_test::GpuTest {};
 
 TEST_F(AudioF16Pingpong, MulticastGivesTheSameBits) {
@@ -380,8 +380,8 @@ TEST_F(AudioF16Pingpong, MulticastGivesTheSameBits) {
     int64_t rows, heads;
   };
   int pingponged = 0, multicast = 0;
-  for (const Case cs : {Case{1000, 8}, Case{1408, 8}, Case{2112, 8}, Case{4097, 8}, Case{8192, 8}, Case{777, 10},
-                        Case{2050, 6}}) {
+  for (const Case cs : {Case{384, 8}, Case{1000, 8}, Case{1408, 8}, Case{2112, 8}, Case{4097, 8}, Case{8192, 8},
+                        Case{777, 10}, Case{2050, 6}}) {
     for (const char* tile : {"head", "pair"}) {
       AudioProblem p({1, cs.rows, 1024, cs.heads, 128, 1e-6f, GK_PRECISION_TF32});
       gk_testkit::AudioRecipe r;
