@@ -411,6 +411,7 @@ TEST(AudioPlanner, Fp16MulticastOnlyOnThePingpongKernel) {
         const bool on = p.f16_pingpong && resident;
         EXPECT_EQ(p.f16_pingpong, rows == 8192) << spec;
         EXPECT_EQ(p.f16_cluster, on ? 2 : 1) << spec;
+        EXPECT_EQ(p.f16_clusters, resident ? 66 : 0) << spec;
         const std::string printed = gk::detail::format_overrides(p.chosen);
         EXPECT_EQ(printed.find("audio.f16_multicast=weights") != std::string::npos, on) << printed;
       }
