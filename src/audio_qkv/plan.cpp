@@ -110,12 +110,13 @@ AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, int terms,
   // measured slower than one.
   p.f16_pingpong = terms == 1 && p.split == 1;
   const bool pair_ok = p.f16_pingpong && heads % 2 == 0;
-  const bool multicast_pair = ov.audio_f16_multicast != 0 && dev.audio_f16_pingpong_clusters[1] > 0;
-  const bool pair = ov.audio_f16_tile == detail::kAuto ? multicast_pair : ov.audio_f16_tile == 1;
+  const bool multicast_wanted = ov.audio_f16_multicast != 0;  // unless pinned off
+  const bool pair = ov.audio_f16_tile == detail::kAuto ? multicast_wanted && dev.audio_f16_pingpong_clusters[1] > 0
+                                                       : ov.audio_f16_tile == 1;
   p.f16_heads = pair_ok && pair ? 2 : 1;
   p.f16_clusters = dev.audio_f16_pingpong_clusters[p.f16_heads - 1];
   const bool multicast_ok = p.f16_pingpong && p.f16_clusters > 0;
-  p.f16_cluster = multicast_ok && ov.audio_f16_multicast != 0 ? 2 : 1;
+  p.f16_cluster = multicast_ok && multicast_wanted ? 2 : 1;
   p.chosen.audio_tf32 = terms == 1 ? 3 : detail::kAuto;
   p.chosen.audio_f16_tile = pair_ok ? static_cast<int8_t>(p.f16_heads - 1) : detail::kAuto;
   p.chosen.audio_f16_multicast = multicast_ok ? static_cast<int8_t>(p.f16_cluster - 1) : detail::kAuto;
