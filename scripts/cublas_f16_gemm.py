@@ -1,5 +1,6 @@
 """cuBLAS's own GEMM time on the 054 suite's shapes (issue 38's bound): fp16 operands with fp32 output, and fp32
-operands on tf32 tensor cores, [M, 1024] x [1024, 3072], no norm, no operand pass. What the fp16 route's GEMM would
+operands on tf32 tensor cores, [M, hidden] x [hidden, 3 * heads * head_dim] (suites/054_audio_qkv.json), no norm, no
+operand pass. What the fp16 route's GEMM would
 take at cuBLAS's speed; the route's time is then at least this plus the operand pass.
 
 Protocol as `gk bench`'s where it can be: the L2 scrubbed (a 512 MiB buffer written) before every iteration, 10
@@ -15,17 +16,6 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITE = ROOT.parent / "shared" / "solexecbench" / "054_audio_attention_qkv_projection_with_normalization.workloads.jsonl"
-FALLBACK = [(2, 256), (2, 128), (1, 128), (8, 512), (8, 773), (64, 128), (1, 131), (4, 256), (1, 4096), (16, 512),
-            (2, 293), (4, 512), (2, 1024), (4, 128), (4, 541), (2, 2048)]
-
-
-def shapes():
-    try:
-        rows = [json.loads(line)["axes"] for line in SUITE.read_text().splitlines() if line.strip()]
-        return [(r["batch_size"], r["seq_len"]) for r in rows]
-    except OSError:
-        return FALLBACK  # the suite's axes, for a checkout without ../shared
 
 
 def median_us(fn, scrub, warmup=10, iters=50):
@@ -50,22 +40,24 @@ def main():
     torch.manual_seed(0)
     dev = torch.device("cuda")
     scrub = torch.empty(512 << 20, dtype=torch.uint8, device=dev)
-    hidden, n = 1024, 3072
+    suite = json.loads((ROOT / "suites" / "054_audio_qkv.json").read_text())
+    cfg = suite["constants"]
+    hidden, n = cfg["hidden"], 3 * cfg["num_heads"] * cfg["head_dim"]
     w32 = torch.randn(n, hidden, device=dev)
     w16 = w32.half()
+    try:  # fp32 output where this torch's mm takes out_dtype
+        torch.mm(w16[:1], w16.t(), out_dtype=torch.float32)
+        f16_kw, f16_out = {"out_dtype": torch.float32}, "fp32"
+    except (TypeError, RuntimeError):
+        f16_kw, f16_out = {}, "fp16"
     rows = []
-    for b, s in shapes():
+    for w in suite["workloads"]:
+        b, s = w["batch"], w["seq_len"]
         m = b * s
         a32 = torch.randn(m, hidden, device=dev)
         a16 = a32.half()
         out32 = torch.empty(m, n, device=dev)
-        try:
-            torch.mm(a16, w16.t(), out_dtype=torch.float32)
-            f16 = lambda: torch.mm(a16, w16.t(), out_dtype=torch.float32)  # noqa: E731
-            f16_out = "fp32"
-        except (TypeError, RuntimeError):
-            f16 = lambda: torch.mm(a16, w16.t())  # noqa: E731
-            f16_out = "fp16"
+        f16 = lambda: torch.mm(a16, w16.t(), **f16_kw)  # noqa: E731
         torch.backends.cuda.matmul.allow_tf32 = True
         t_tf32 = median_us(lambda: torch.mm(a32, w32.t(), out=out32), scrub)
         torch.backends.cuda.matmul.allow_tf32 = False
