@@ -62,10 +62,12 @@ Status prepare_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan
   // [rows, K] fp16 in 64-column x 128-row boxes (the ping-pong kernel's two-head tiles: 64-row activation boxes);
   // rows past the end read as zeros.
   const uint64_t k = uint64_t(p.k_dim), stride[1] = {k * 2};
-  // The ping-pong kernel: 64-row weight boxes (two CTAs may share a tile's rows); with two heads a tile, 64-row
-  // activation boxes.
+  // The ping-pong kernel: 64-row weight boxes (two CTAs may share a tile's rows), and activation boxes of its tile's
+  // rows (64 with two heads a tile).
   const bool pp = plan.f16_pingpong;
-  const uint32_t a_box[2] = {Tr::kBK, pp && plan.f16_heads == 2 ? 64u : uint32_t(Tr::kBM)};
+  const int rows_a_tile =
+      !pp ? Tr::kBM : (plan.f16_heads == 2 ? QkvF16PingpongTraits<2>::kBM : QkvF16PingpongTraits<1>::kBM);
+  const uint32_t a_box[2] = {Tr::kBK, uint32_t(rows_a_tile)};
   const uint32_t w_box[2] = {Tr::kBK, pp ? uint32_t(QkvF16PingpongTraits<1>::kWBoxRows) : uint32_t(Tr::kBN)};
   const uint64_t a_dims[2] = {k, uint64_t(terms) * p.m}, w_dims[2] = {k, uint64_t(terms * w_rows)};
   constexpr auto kF16 = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
@@ -74,7 +76,7 @@ Status prepare_qkv_f16_splitk(const QkvGemmParams& params, const AudioPlan& plan
   GK_RETURN_IF_ERROR(detail::encode_tiled_map(kOp, &w_map, kF16, 2, f16.w, w_dims, stride, w_box));
   if (pp) {
     // Persistent: one CTA (or cluster) an SM (or as many as are resident), fewer where there are fewer units.
-    const int cl = plan.f16_cluster, rows_a_tile = plan.f16_heads == 2 ? 64 : 128;
+    const int cl = plan.f16_cluster;
     const int64_t m_tiles = (int64_t(p.m) + rows_a_tile - 1) / rows_a_tile;
     const int64_t units = (m_tiles + cl - 1) / cl * (3 * p.heads / plan.f16_heads);
     const int64_t resident = cl == 2 ? plan.f16_clusters : plan.sms;
