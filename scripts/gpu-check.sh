@@ -202,6 +202,10 @@ if [ $PROFILE -eq 1 ] && command -v ncu > /dev/null; then
     step "gk bench audio (1, 128) $shape" "$BUILD/bin/gk" bench --op audio -b 1 -s 128 $shape --breakdown \
       --json "$OUT/bench/gk-bench-audio-128-${shape// /}.json"
   done
+  # The fp16 route on every row (the planner takes it from 2048 rows, a threshold set before the ping-pong kernel,
+  # perf log v50 and v57): whether it now wins below.
+  pinned "gk bench 054, fp16 route everywhere" audio.tf32=f16 "$BUILD/bin/gk" bench --suite 054 --breakdown \
+    --json "$OUT/bench/gk-bench-054-f16-everywhere.json"
 fi
 
 echo
