@@ -194,9 +194,9 @@ if [ $PROFILE -eq 1 ] && command -v ncu > /dev/null; then
   # What a plain read of the small rows' bytes takes after the protocol's scrub, which leaves L2 full of modified
   # lines (a floor no kernel under the protocol beats; CUDA events: the zero-byte line is the launch's and timer's).
   step "dirty-scrub reads" "$BUILD/bin/gk_micro_stream"
-  # The split-K tf32 kernel at 128 rows timed as the suite times it, over K (2 to 32 K-blocks a CTA at a K split of 4) and
-  # over heads (24 to 96 CTAs): a kernel time linear in K-blocks a CTA, with a large constant, says per-call costs;
-  # one that shrinks with fewer CTAs at the same K says the weight stream.
+  # The split-K tf32 kernel at 128 rows timed as the suite times it, over K (2 to 32 K-blocks a CTA at a K split of
+  # 4) and over heads (24 to 96 CTAs): a time linear in K-blocks a CTA with a large constant says per-call costs; one
+  # that shrinks with fewer CTAs at the same K says the weight stream.
   mkdir -p "$OUT/bench"
   for shape in "--hidden 256" "--hidden 512" "--hidden 2048" "--hidden 4096" "--heads 2" "--heads 4"; do
     step "gk bench audio (1, 128) $shape" "$BUILD/bin/gk" bench --op audio -b 1 -s 128 $shape --breakdown \
