@@ -64,8 +64,8 @@ FILTER='*'
 [ $QUICK -eq 1 ] && FILTER='*Small*:*W047*B1_S128*:*W054*B1_S128*'
 if [ $TESTS -eq 1 ]; then
   # The Hugging Face oracle builds models and generate() compiles its decode step: more than the default step limit.
-  STEP_TIMEOUT=600 step "python gpu tests (torch ops, HF oracle)" env GK_LIBRARY="$PWD/$BUILD/lib/libgk.so.0" PYTHONPATH="$PWD/python" \
-    python3 -m pytest -q -p no:cacheprovider -m gpu tests/python
+  STEP_TIMEOUT=600 step "python gpu tests (torch ops, HF oracle)" env GK_LIBRARY="$PWD/$BUILD/lib/libgk.so.0" \
+    PYTHONPATH="$PWD/python" python3 -m pytest -q -p no:cacheprovider -m gpu tests/python
   STEP_TIMEOUT=900 step "gpu tests (every pinned plan included)" "$T" --gtest_filter="$FILTER" --gtest_brief=1 \
     --gtest_output=xml:"$OUT/gpu-tests.xml"
   # The adversarial variants (saturated softcap, masks with -inf and dead rows, padded tails, odd alignments) on each
