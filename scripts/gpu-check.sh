@@ -179,7 +179,7 @@ if [ $PROFILE -eq 1 ] && command -v ncu > /dev/null; then
       --section SourceCounters "$BUILD/bin/gk" run -b "$1" -s "$2" --seed 1
   done
   # The audio operator's small shapes (issue 38: within 2.5x of their memory floor): the split-K tf32 kernel at
-  # (1, 128) and (4, 128), where the time is latency and not bytes.
+  # (1, 128) and (4, 128), where a per-call constant and not the bytes is most of the time (perf log v59).
   for shape in "1 128" "4 128"; do
     set -- $shape
     step "ncu audio ($1, $2)" ncu --clock-control none -k regex:audio_qkv --launch-count 1 \

@@ -13,9 +13,9 @@ constexpr int64_t kMaxRowTiles = 65535;  // the split-K kernels' grid.y
 // The persistent kernel's time goes by rounds of clusters and cuBLASLt's by rows: at two or more rounds cuBLASLt's
 // smaller tiles win below this fill of the last round (v13).
 constexpr double kPersistentMinFill = 0.7;
-// fp16 operands (an operand pass, then the ping-pong or split-K GEMM: qkv_f16_launch.cu) from these rows on: the tf32 mode
-// only where the fp16 GEMM's saving outgrows the pass's cost over the weights, one threshold so the rule stays
-// monotone; the exact mode wherever its three fp16 products beat 3xTF32's six tf32 ones by more than the pass,
+// fp16 operands (an operand pass, then the ping-pong or split-K GEMM: qkv_f16_launch.cu) from these rows on: the
+// tf32 mode only where the fp16 GEMM's saving outgrows the pass's cost over the weights, one threshold so the rule
+// stays monotone; the exact mode wherever its three fp16 products beat 3xTF32's six tf32 ones by more than the pass,
 // every suite row but (1, 128) (perf log v37, v38, v50).
 constexpr int64_t kTf32F16MinRows = 2048;
 constexpr int64_t kExactF16MinRows = 129;
