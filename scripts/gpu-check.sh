@@ -4,10 +4,12 @@
 # pinned, compute-sanitizer on the small GPU tests, and both suites checked and timed. Prints a summary last.
 #
 #   scripts/gpu-check.sh [--quick] [--no-tests] [--no-timing] [--no-sanitizer] [--baseline DIR] [--fixtures] [--profile]
+#                        [--audio-only]
 #
 # --baseline DIR: DIR holds another build's bin/gk and lib/libgk.so.0 (e.g. the previous release); both suites are
 #   then timed with it and with this build alternately (A B B A) in this call, for a same-machine comparison.
 # --profile adds an Nsight Compute summary of the attention kernel on two long 047 workloads.
+# --audio-only: the timing and profile steps of the audio operator alone (054 and its small shapes), for a short call.
 # Pins go through GK_OVERRIDES (docs/dispatch.md lists the keys).
 # Environment: GK_BUILD_DIR (default build), OUT (where logs go; default .out/).
 set -uo pipefail
@@ -17,7 +19,7 @@ OUT=${OUT:-$PWD/.out}
 mkdir -p "$OUT"
 LOG="$OUT/gpu-check.log"
 : > "$LOG"
-FIXTURES=0 TIMING=1 QUICK=0 PROFILE=0 SANITIZE=1 TESTS=1 BASELINE=""
+FIXTURES=0 TIMING=1 QUICK=0 PROFILE=0 SANITIZE=1 TESTS=1 AUDIO_ONLY=0 BASELINE=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --fixtures) FIXTURES=1 ;;
@@ -26,6 +28,7 @@ while [ $# -gt 0 ]; do
     --no-tests) TESTS=0 ;;
     --quick) QUICK=1 ;;
     --profile) PROFILE=1 ;;
+    --audio-only) AUDIO_ONLY=1 ;;
     --baseline) BASELINE=$(realpath "$2"); shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -151,7 +154,9 @@ if [ $TIMING -eq 1 ]; then
     mkdir -p "$OUT/bench"
     step "gk bench $suite ($label)" "$gk" bench --suite "$suite" --json "$OUT/bench/gk-bench-$suite-$label.json" "$@"
   }
-  for s in 047 054; do
+  SUITES="047 054"
+  [ $AUDIO_ONLY -eq 1 ] && SUITES=054
+  for s in $SUITES; do
     if [ -n "$BASELINE" ]; then
       bench new "$BUILD/bin/gk" $s --breakdown
       bench base "$BASELINE/bin/gk" $s --rounds 0
@@ -163,15 +168,18 @@ if [ $TIMING -eq 1 ]; then
   done
   step "gk bench 054 exact" "$BUILD/bin/gk" bench --suite 054 --precision exact
   # What the SOL-ExecBench 047 package runs: the suite's causal mask as a tensor (additive mode).
-  step "gk bench 047 additive mask" "$BUILD/bin/gk" bench --suite 047 --mask additive --json "$OUT/bench/gk-bench-additive.json"
+  [ $AUDIO_ONLY -eq 1 ] || step "gk bench 047 additive mask" "$BUILD/bin/gk" bench --suite 047 --mask additive \
+    --json "$OUT/bench/gk-bench-additive.json"
   # The released models' layers (what this build supports of them; sliding windows on the local ones).
-  [ $QUICK -eq 1 ] || bench new "$BUILD/bin/gk" gemma3 --breakdown
+  [ $QUICK -eq 1 ] || [ $AUDIO_ONLY -eq 1 ] || bench new "$BUILD/bin/gk" gemma3 --breakdown
   # One decode step after a key/value cache (the cached call: decode kernel, split-K q|k|v, O projection).
-  [ $QUICK -eq 1 ] || bench new "$BUILD/bin/gk" decode --breakdown
+  [ $QUICK -eq 1 ] || [ $AUDIO_ONLY -eq 1 ] || bench new "$BUILD/bin/gk" decode --breakdown
 fi
 
 if [ $PROFILE -eq 1 ] && command -v ncu > /dev/null; then
-  for shape in "1 8192" "4 2053"; do
+  ATTN_SHAPES=("1 8192" "4 2053")
+  [ $AUDIO_ONLY -eq 1 ] && ATTN_SHAPES=()
+  for shape in "${ATTN_SHAPES[@]}"; do
     set -- $shape
     step "ncu attention ($1, $2)" ncu --clock-control none -k regex:attention_ --launch-count 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
