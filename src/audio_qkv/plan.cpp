@@ -13,11 +13,14 @@ constexpr int64_t kMaxRowTiles = 65535;  // the split-K kernels' grid.y
 // The persistent kernel's time goes by rounds of clusters and cuBLASLt's by rows: at two or more rounds cuBLASLt's
 // smaller tiles win below this fill of the last round (v13).
 constexpr double kPersistentMinFill = 0.7;
-// fp16 operands (an operand pass, then the ping-pong or split-K GEMM: qkv_f16_launch.cu) from these rows on: the
-// tf32 mode only where the fp16 GEMM's saving outgrows the pass's cost over the weights, one threshold so the rule
-// stays monotone; the exact mode wherever its three fp16 products beat 3xTF32's six tf32 ones by more than the pass,
-// every suite row but (1, 128) (perf log v37, v38, v50).
+// fp16 operands (an operand pass, then the ping-pong or split-K GEMM: qkv_f16_launch.cu): the tf32 mode where the
+// fp16 GEMM's saving outgrows the pass's cost over the weights, i.e. from 2048 rows on in any form (v50), and from
+// kTf32PingpongMinRows where the GEMM runs the ping-pong kernel (no K split; v60: its split-K form still lost at
+// 256 rows). Each bound holds for a fixed head count once reached, so the rule stays monotone in rows. The exact
+// mode wherever its three fp16 products beat 3xTF32's six tf32 ones by more than the pass, every suite row but
+// (1, 128) (v37, v38, v50).
 constexpr int64_t kTf32F16MinRows = 2048;
+constexpr int64_t kTf32PingpongMinRows = 512;
 constexpr int64_t kExactF16MinRows = 129;
 // v's CTAs round their weights in registers only with a K split (v19).
 constexpr bool kVRegistersNeedSplit = true;
@@ -94,6 +97,12 @@ void plan_launch(const detail::Overrides& ov, bool capturing, AudioPlan* p) {
   p->chosen.launch = p->graph ? 1 : 0;
 }
 
+// The fp16 GEMM's K split. Its residency is at least the tf32 kernel's (the same shared memory, fewer threads).
+int f16_split(int64_t rows, int64_t hidden, int64_t heads, const detail::DeviceInfo& dev) {
+  return detail::choose_splitk(dev.sms, dev.audio_tf32_clusters, splitk_tiles(rows, heads),
+                               static_cast<int>(hidden / kF16BK), {4, 2}, /*even_k=*/true);
+}
+
 }  // namespace
 
 AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, int terms, const detail::DeviceInfo& dev,
@@ -101,9 +110,7 @@ AudioPlan plan_audio_f16(int64_t rows, int64_t hidden, int64_t heads, int terms,
   AudioPlan p;
   p.path = AudioPath::kSplitkF16;
   p.sms = dev.sms;
-  // Its residency is at least the tf32 kernel's (the same shared memory, fewer threads).
-  p.split = detail::choose_splitk(dev.sms, dev.audio_tf32_clusters, splitk_tiles(rows, heads),
-                                  static_cast<int>(hidden / kF16BK), {4, 2}, /*even_k=*/true);
+  p.split = f16_split(rows, hidden, heads, dev);
   // One term without a K split: the ping-pong kernel, faster than the cooperative one in every form measured
   // (docs/perf-log.md v57); the cooperative kernel keeps the K split and the exact mode. Two heads a tile with
   // multicast weights was the fastest form on every fp16 shape of the suite; without multicast two heads a tile
@@ -152,7 +159,9 @@ Status plan_audio(const AudioQkvConfig& c, const detail::DeviceInfo& dev, const 
   const bool persistent_ok = head_gemm::shape_supported<Tiling>(shape) && dev.head_gemm_clusters >= 1;
   const int64_t units = head_gemm::units_of<Tiling>(shape);
   const bool one_wave = splitk_tiles(rows, c.num_heads) <= dev.sms;
-  const bool f16 = ov.audio_tf32 == detail::kAuto ? rows >= kTf32F16MinRows : ov.audio_tf32 == 3;
+  const bool f16_pays = rows >= kTf32F16MinRows ||
+                        (rows >= kTf32PingpongMinRows && f16_split(rows, c.hidden, c.num_heads, dev) == 1);
+  const bool f16 = ov.audio_tf32 == detail::kAuto ? f16_pays : ov.audio_tf32 == 3;
   if (f16 && splitk_ok && c.hidden % kF16BK == 0 && f16_fits(rows, c.hidden, 1)) {
     *plan = plan_audio_f16(rows, c.hidden, c.num_heads, 1, dev, ov, capturing);
     return Status::Ok();

@@ -236,9 +236,9 @@ INSTANTIATE_TEST_SUITE_P(Exact, AudioExactVsFp32, ::testing::ValuesIn(suite_054_
 // tf32 mode must round v's inputs to the nearest tf32 value (SPEC.md: truncation fails the official check on v).
 // Every input is 1 + 0.75 ulp(tf32) times a power of two, so rounding to nearest gives 1 + ulp and truncation 1:
 // v = sum over 1024 terms of x * w = (1 + 2^-10)^2 when rounded, 1 when truncated, (1 + 0.75 * 2^-10)^2 exact.
-// Row counts cover the GEMM kernel classes the suite's shapes select (small split-K, mid, large tiles; 1024: the
-// persistent kernel; from 2048 the fp16 operands, one head a CTA, and 8192 two; gpu-check pins the persistent
-// kernel too, whose stream-K 2048 rows take).
+// Row counts cover the GEMM kernel classes the suite's shapes select (4 and 128: the split-K tf32 kernel, K split
+// over clusters of 4; from 512 the fp16 operands on the ping-pong kernel; gpu-check pins the split-K kernel, with no
+// K split from 512 rows, and the persistent kernel too, whose stream-K 2048 rows take).
 struct RoundingCase {
   gk_precision precision;
   int64_t rows;
@@ -287,8 +287,8 @@ INSTANTIATE_TEST_SUITE_P(Rounding, AudioRounding, ::testing::ValuesIn(rounding_c
 // (head_gemm/weight_prep.cuh; under stream capture a pass rounds them instead, so the replays below also check the
 // two give the same bits); and the rounded copies in the workspace. Whatever the workspace held before, repeated
 // calls, and replays of one captured graph with new inputs in between and an eager call among them, give the eager
-// call's bits; a stale rounded copy or mark would show. By default 128 and 512 rows take the split kernel (K split
-// over clusters of 4, and none) and from 2048 rows the fp16 operands (a pass and its GEMM). gpu-check runs these
+// call's bits; a stale rounded copy or mark would show. By default 128 rows take the split kernel (K split over
+// clusters of 4) and from 512 rows the fp16 operands (a pass and its GEMM). gpu-check runs these
 // tests again with the persistent kernel pinned, where on the H200's 66 clusters 2048 rows are 96 units, all in
 // stream-K runs; 3000 rows are 144 units (the last row tile ragged), one round of whole units and then stream-K;
 // 4096 rows are 192 units of whole units round-robin; at 3000 and 4096 the eager calls round v's weights in the
