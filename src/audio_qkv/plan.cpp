@@ -14,13 +14,13 @@ constexpr int64_t kMaxRowTiles = 65535;  // the split-K kernels' grid.y
 // smaller tiles win below this fill of the last round (v13).
 constexpr double kPersistentMinFill = 0.7;
 // fp16 operands (an operand pass, then the ping-pong or split-K GEMM: qkv_f16_launch.cu): the tf32 mode where the
-// fp16 GEMM's saving outgrows the pass's cost over the weights, i.e. from 2048 rows on in any form (v50), and from
-// kTf32PingpongMinRows where the GEMM runs the ping-pong kernel (no K split; v60: its split-K form still lost at
-// 256 rows). Each bound holds for a fixed head count once reached, so the rule stays monotone in rows. The exact
-// mode wherever its three fp16 products beat 3xTF32's six tf32 ones by more than the pass, every suite row but
-// (1, 128) (v37, v38, v50).
+// fp16 GEMM's saving outgrows the pass's cost over the weights, i.e. from 2048 rows on in any form (v50), and past
+// two row tiles where the GEMM runs the ping-pong kernel (no K split; v60: faster from 257 rows on, where its
+// split-K form lost up to 256). Each bound holds at a fixed head count once reached, so the rule stays monotone in
+// rows. The exact mode wherever its three fp16 products beat 3xTF32's six tf32 ones by more than the pass, every
+// suite row but (1, 128) (v37, v38, v50).
 constexpr int64_t kTf32F16MinRows = 2048;
-constexpr int64_t kTf32PingpongMinRows = 512;
+constexpr int64_t kTf32PingpongMinRows = 257;
 constexpr int64_t kExactF16MinRows = 129;
 // v's CTAs round their weights in registers only with a K split (v19).
 constexpr bool kVRegistersNeedSplit = true;

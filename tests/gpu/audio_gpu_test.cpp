@@ -237,8 +237,8 @@ INSTANTIATE_TEST_SUITE_P(Exact, AudioExactVsFp32, ::testing::ValuesIn(suite_054_
 // Every input is 1 + 0.75 ulp(tf32) times a power of two, so rounding to nearest gives 1 + ulp and truncation 1:
 // v = sum over 1024 terms of x * w = (1 + 2^-10)^2 when rounded, 1 when truncated, (1 + 0.75 * 2^-10)^2 exact.
 // Row counts cover the GEMM kernel classes the suite's shapes select (4 and 128: the split-K tf32 kernel, K split
-// over clusters of 4; from 512 the fp16 operands on the ping-pong kernel; gpu-check pins the split-K kernel, with no
-// K split from 512 rows, and the persistent kernel too, whose stream-K 2048 rows take).
+// over clusters of 4; from 586 the fp16 operands on the ping-pong kernel; gpu-check pins the split-K kernel, with no
+// K split from 586 rows, and the persistent kernel too, whose stream-K 2048 rows take).
 struct RoundingCase {
   gk_precision precision;
   int64_t rows;

@@ -251,8 +251,8 @@ TEST(AudioPlanner, SuiteDispatch) {
     SCOPED_TRACE("M=" + std::to_string(rows));
     const auto p = audio_plan(w.batch, w.seq_len, GK_PRECISION_TF32);
     const int64_t tiles = (rows + 127) / 128 * 24;
-    if (rows >= 512) {
-      // fp16 operands from 512 rows: the suite's 8 heads give 4 row tiles no K split, so the ping-pong kernel runs.
+    if (rows >= 257) {
+      // fp16 operands past two row tiles: with the suite's 8 heads there is no K split, so the ping-pong kernel runs.
       EXPECT_EQ(p.path, AudioPath::kSplitkF16);
       // The ping-pong kernel with two heads a tile, in clusters of two sharing the weights.
       EXPECT_TRUE(p.f16_pingpong);
@@ -265,7 +265,7 @@ TEST(AudioPlanner, SuiteDispatch) {
       EXPECT_FALSE(p.activations_prepass);
       EXPECT_FALSE(p.v_registers);
     }
-    // The persistent kernel (pinned; by default past one wave below 512 rows, or where hidden is not a multiple of
+    // The persistent kernel (pinned; by default past one wave below 257 rows, or where hidden is not a multiple of
     // 64): stream-K where the last round of whole units is at most 0.6 full, M = 2048 and 6184 in the suite.
     if (tiles > 132) {
       const auto pp = audio_plan(w.batch, w.seq_len, GK_PRECISION_TF32, pins("audio.tf32=persistent"));
@@ -278,9 +278,9 @@ TEST(AudioPlanner, SuiteDispatch) {
   }
 }
 
-// The tf32 mode's fp16 route below 2048 rows only where its GEMM runs the ping-pong kernel: with 8 heads from 512
+// The tf32 mode's fp16 route below 2048 rows only where its GEMM runs the ping-pong kernel: with 8 heads from 257
 // rows (no K split), with 2 heads from 1409 (a K split up to 1408 rows), with 1 head from 2048 as before; past one
-// wave with many heads below 512 rows, the persistent kernel; never where hidden is not a multiple of the fp16
+// wave with many heads below 257 rows, the persistent kernel; never where hidden is not a multiple of the fp16
 // K-block.
 TEST(AudioPlanner, Tf32FpSixteenRouteByRowsAndSplit) {
   using gk::audio::AudioPath;
@@ -290,14 +290,14 @@ TEST(AudioPlanner, Tf32FpSixteenRouteByRowsAndSplit) {
     EXPECT_TRUE(gk::audio::plan_audio(c, hopper(), Overrides{}, false, size_t(32) << 20, &p).ok());
     return p;
   };
-  EXPECT_EQ(plan(511, 1024, 8).path, AudioPath::kSplitkTf32);
-  EXPECT_EQ(plan(512, 1024, 8).path, AudioPath::kSplitkF16);
-  EXPECT_TRUE(plan(512, 1024, 8).f16_pingpong);
+  EXPECT_EQ(plan(256, 1024, 8).path, AudioPath::kSplitkTf32);
+  EXPECT_EQ(plan(257, 1024, 8).path, AudioPath::kSplitkF16);
+  EXPECT_TRUE(plan(257, 1024, 8).f16_pingpong);
+  EXPECT_EQ(plan(256, 1024, 24).path, AudioPath::kPersistentTf32) << "144 tiles, no fp16 below 257 rows";
   EXPECT_EQ(plan(1408, 1024, 2).path, AudioPath::kSplitkTf32) << "66 tiles take a K split";
   EXPECT_EQ(plan(1409, 1024, 2).path, AudioPath::kSplitkF16);
   EXPECT_EQ(plan(2047, 1024, 1).path, AudioPath::kSplitkTf32);
   EXPECT_EQ(plan(2048, 1024, 1).path, AudioPath::kSplitkF16);
-  EXPECT_EQ(plan(256, 1024, 24).path, AudioPath::kPersistentTf32) << "144 tiles, below 512 rows";
   EXPECT_NE(plan(1024, 1056, 8).path, AudioPath::kSplitkF16) << "hidden 1056: no whole fp16 K-blocks";
   // Monotone in rows at each head count: once taken, the fp16 route stays.
   for (int64_t heads : {1, 2, 4, 8, 16, 24}) {
