@@ -187,8 +187,9 @@ if [ $PROFILE -eq 1 ] && command -v ncu > /dev/null; then
       --section SourceCounters "$BUILD/bin/gk" run -b "$1" -s "$2" --seed 1
   done
   # The audio operator's small shapes (issue 38: within 2.5x of their memory floor): the split-K tf32 kernel at
-  # (1, 128) and (4, 128), where a per-call constant and not the bytes is most of the time (perf log v59).
-  for shape in "1 128" "4 128"; do
+  # (1, 128) and (2, 128), K split 4 and 2, where a per-call constant and not the bytes is most of the time (perf
+  # log v59, v60; from 257 rows the fp16 route runs).
+  for shape in "1 128" "2 128"; do
     set -- $shape
     step "ncu audio ($1, $2)" ncu --clock-control none -k regex:audio_qkv --launch-count 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
@@ -199,9 +200,9 @@ if [ $PROFILE -eq 1 ] && command -v ncu > /dev/null; then
   # L2 too): the duration's drop bounds from above what the protocol's cold caches cost this kernel.
   step "ncu audio (1, 128), caches kept" ncu --clock-control none --cache-control none -k regex:audio_qkv \
     --launch-count 1 --section SpeedOfLight "$BUILD/bin/gk" run --op audio -b 1 -s 128 --seed 1 --reference cpu
-  # Each SM's active cycles in that kernel (one value per SM): whether the CTAs of one role end last (v's, which
-  # round their stages in shared memory; q's and k's read truncated) or every SM idles at the launch's two ends.
-  for shape in "1 128" "4 128"; do
+  # The SMs' active cycles in that kernel (busiest, mean, sum over the occupied SMs) against its span: how long no
+  # SM is active at the launch's two ends, and how far the CTAs' ends spread (v60).
+  for shape in "1 128" "2 128"; do
     set -- $shape
     step "ncu audio ($1, $2), cycles by SM" ncu --clock-control none -k regex:audio_qkv --launch-count 1 \
       --metrics gpc__cycles_elapsed.max,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_active \
@@ -210,17 +211,17 @@ if [ $PROFILE -eq 1 ] && command -v ncu > /dev/null; then
   # The kernel without its rounding warps' pacing: the activations rounded by a pass (and where K is split v's
   # weights in registers, no rounding warps at all); the breakdown gives the kernel's span apart from the pass's.
   for spec in audio.activations=prepass audio.activations=prepass,audio.v_weights=smem; do
-    for shape in "1 128" "4 128"; do
+    for shape in "1 128" "2 128"; do
       set -- $shape
       pinned "gk bench audio ($1, $2)" "$spec" "$BUILD/bin/gk" bench --op audio -b "$1" -s "$2" --breakdown
     done
   done
-  # Between 256 and 512 rows (none in the suite): the split-K tf32 kernel against the fp16 route's ping-pong kernel,
-  # which the planner takes from 512 rows where it runs without a K split (perf log v60).
+  # Between 256 and 512 rows (none in the suite): the fp16 route, which the planner takes from 257 rows where its
+  # GEMM is the ping-pong kernel (no K split), against the split-K tf32 kernel pinned (perf log v60).
   for shape in "1 257" "1 320" "3 128"; do
     set -- $shape
     step "gk bench audio ($1, $2)" "$BUILD/bin/gk" bench --op audio -b "$1" -s "$2" --breakdown
-    pinned "gk bench audio ($1, $2)" audio.tf32=f16 "$BUILD/bin/gk" bench --op audio -b "$1" -s "$2" --breakdown
+    pinned "gk bench audio ($1, $2)" audio.tf32=splitk "$BUILD/bin/gk" bench --op audio -b "$1" -s "$2" --breakdown
   done
   # What a plain read of the small rows' bytes takes after the protocol's scrub, which leaves L2 full of modified
   # lines (a floor no kernel under the protocol beats; CUDA events: the zero-byte line is the launch's and timer's).
