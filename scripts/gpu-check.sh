@@ -205,8 +205,8 @@ if [ $PROFILE -eq 1 ] && command -v ncu > /dev/null; then
   for shape in "1 128" "2 128"; do
     set -- $shape
     step "ncu audio ($1, $2), cycles by SM" ncu --clock-control none -k regex:audio_qkv --launch-count 1 \
-      --metrics gpc__cycles_elapsed.max,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_active \
-      --print-metric-instances values "$BUILD/bin/gk" run --op audio -b "$1" -s "$2" --seed 1 --reference cpu
+      --metrics gpc__cycles_elapsed.max,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_active.sum \
+      "$BUILD/bin/gk" run --op audio -b "$1" -s "$2" --seed 1 --reference cpu
   done
   # The kernel without its rounding warps' pacing: the activations rounded by a pass (and where K is split v's
   # weights in registers, no rounding warps at all); the breakdown gives the kernel's span apart from the pass's.
