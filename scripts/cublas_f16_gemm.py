@@ -1,7 +1,7 @@
 """cuBLAS's own GEMM time on the 054 suite's shapes (issue 38's bound): fp16 operands with fp32 output, and fp32
 operands on tf32 tensor cores, [M, hidden] x [hidden, 3 * heads * head_dim] (suites/054_audio_qkv.json), no norm, no
-operand pass. What the fp16 route's GEMM would
-take at cuBLAS's speed; the route's time is then at least this plus the operand pass.
+operand pass. What the fp16 route's GEMM would take at cuBLAS's speed; the route's time is then at least this plus
+the operand pass.
 
 Protocol as `gk bench`'s where it can be: the L2 scrubbed (a 512 MiB buffer written) before every iteration, 10
 warm-up and 50 timed iterations, CUDA events around the GEMM alone, median.

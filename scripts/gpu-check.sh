@@ -8,7 +8,8 @@
 #
 # --baseline DIR: DIR holds another build's bin/gk and lib/libgk.so.0 (e.g. the previous release); both suites are
 #   then timed with it and with this build alternately (A B B A) in this call, for a same-machine comparison.
-# --profile adds an Nsight Compute summary of the attention kernel on two long 047 workloads.
+# --profile adds an Nsight Compute summary of the attention kernel on two long 047 workloads, and the audio
+#   operator's small rows: Nsight Compute, sweeps over hidden and heads, the dirty-scrub reads, pinned routes.
 # --audio-only: the timing and profile steps of the audio operator alone (054 and its small shapes), for a short call.
 # Pins go through GK_OVERRIDES (docs/dispatch.md lists the keys).
 # Environment: GK_BUILD_DIR (default build), OUT (where logs go; default .out/).
@@ -234,8 +235,8 @@ if [ $PROFILE -eq 1 ] && command -v ncu > /dev/null; then
     step "gk bench audio (1, 128) $shape" "$BUILD/bin/gk" bench --op audio -b 1 -s 128 $shape --breakdown \
       --json "$OUT/bench/gk-bench-audio-128-${shape// /}.json"
   done
-  # The fp16 route on every row (the planner takes it from 2048 rows, a threshold set before the ping-pong kernel,
-  # perf log v50 and v57): whether it now wins below.
+  # The fp16 route on every row (the planner takes it from 2048 rows, and from 257 where its GEMM needs no K split;
+  # perf log v60): whether the rows left on tf32 still lose with it.
   pinned "gk bench 054, fp16 route everywhere" audio.tf32=f16 "$BUILD/bin/gk" bench --suite 054 --breakdown \
     --json "$OUT/bench/gk-bench-054-f16-everywhere.json"
 fi

@@ -288,11 +288,11 @@ INSTANTIATE_TEST_SUITE_P(Rounding, AudioRounding, ::testing::ValuesIn(rounding_c
 // two give the same bits); and the rounded copies in the workspace. Whatever the workspace held before, repeated
 // calls, and replays of one captured graph with new inputs in between and an eager call among them, give the eager
 // call's bits; a stale rounded copy or mark would show. By default 128 rows take the split kernel (K split over
-// clusters of 4) and from 512 rows the fp16 operands (a pass and its GEMM). gpu-check runs these
-// tests again with the persistent kernel pinned, where on the H200's 66 clusters 2048 rows are 96 units, all in
-// stream-K runs; 3000 rows are 144 units (the last row tile ragged), one round of whole units and then stream-K;
-// 4096 rows are 192 units of whole units round-robin; at 3000 and 4096 the eager calls round v's weights in the
-// kernel (whether stream-K runs depends on the resident cluster count), and with audio.v_round=kernel.
+// clusters of 4) and from 512 rows the fp16 operands (a pass and its GEMM). gpu-check runs these tests again with
+// the persistent kernel pinned, where on the H200's 66 clusters 2048 rows are 96 units, all in stream-K runs; 3000
+// rows are 144 units (the last row tile ragged), one round of whole units and then stream-K; 4096 rows are 192
+// units of whole units round-robin; at 3000 and 4096 the eager calls round v's weights in the kernel (whether
+// stream-K runs depends on the resident cluster count), and with audio.v_round=kernel.
 class AudioCrossCta : public GpuParamTest<int64_t> {};
 
 TEST_P(AudioCrossCta, RepeatsAndReplaysGiveEagerBits) {
